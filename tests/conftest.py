@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracer.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+def query(path: str | os.PathLike[str], sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` over the store at ``path`` (an unlocked reader session)."""
+    with Store(path).reader(locked_down=False) as conn:
+        return conn.execute(sql, params or []).fetchall()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
+
+
+def python_env() -> dict[str, str]:
+    """Environment for child Python processes that import this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+PYTHON = sys.executable

@@ -1,0 +1,138 @@
+"""The Anthropic instrumentor, driven through the real SDK against the local Messages API server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from loop.server import Fault, MessagesServer, Reply
+from tracer import Tracing
+from tracer.anthropic import AnthropicInstrumentor
+
+from .conftest import query
+
+MODEL = "claude-haiku-4-5"
+FILES = {"a.txt": "alpha", "b.txt": "bravo"}
+TOOLS = [{"name": "read_file", "description": "Read a file",
+          "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+
+
+def tool_use(i: int, path: str) -> Reply:
+    return Reply([{"type": "text", "text": f"I will read {path}."},
+                  {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": path}}],
+                 stop_reason="tool_use", usage={"input_tokens": 100 * i, "output_tokens": 20})
+
+
+@pytest.fixture
+def tracing(db: Path) -> Iterator[Tracing]:
+    tracing = Tracing(db)
+    instrumentor = AnthropicInstrumentor(tracing).instrument()
+    yield tracing
+    instrumentor.uninstrument()
+    tracing.shutdown()
+
+
+def sdk(server: MessagesServer, tracing: Tracing, **kw: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=kw.pop("max_retries", 0),
+                               open_telemetry={"tracer_provider": tracing.provider}, **kw)
+
+
+def small_agent(client: anthropic.Anthropic, task: str) -> str:
+    """A 20-line agent written without looptrace: the instrumentor alone traces it."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    while True:
+        reply = client.messages.create(model=MODEL, max_tokens=512, system="Be brief.", tools=TOOLS,
+                                       messages=messages)
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        calls = [b for b in reply.content if b.type == "tool_use"]
+        if not calls:
+            return "".join(b.text for b in reply.content if b.type == "text")
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": c.id, "content": FILES.get(c.input["path"], "no such file"),
+             "is_error": c.input["path"] not in FILES} for c in calls]})
+
+
+def test_an_uninstrumented_agent_becomes_a_run_with_steps(db: Path, tracing: Tracing) -> None:
+    script = [Fault(529), tool_use(1, "a.txt"), tool_use(2, "zzz.txt"),
+              Reply([{"type": "text", "text": "a.txt says alpha"}], usage={"input_tokens": 300, "output_tokens": 5})]
+    with MessagesServer(script) as server:
+        answer = small_agent(sdk(server, tracing, max_retries=2), "What is in a.txt?")
+    tracing.shutdown()
+    assert answer == "a.txt says alpha"
+    assert query(db, "SELECT agent, task, model, status, n_steps, answer, input_tokens, output_tokens FROM runs") == [
+        ("anthropic-client", "What is in a.txt?", MODEL, "ok", 3, "a.txt says alpha", 600, 45)]
+    assert query(db, "SELECT step, thought, tool, args, observation, is_error FROM steps ORDER BY step") == [
+        (1, "I will read a.txt.", "read_file", '{"path": "a.txt"}', "alpha", False),
+        (2, "I will read zzz.txt.", "read_file", '{"path": "zzz.txt"}', "no such file", True),
+        (3, "a.txt says alpha", None, None, None, False),
+    ]
+    calls = query(db, "SELECT step, stop_reason, retries, messages_keep, error FROM llm_calls ORDER BY step")
+    assert calls == [(1, "tool_use", 1, 0, None), (2, "tool_use", 0, 1, None), (3, "end_turn", 0, 3, None)]
+    # The SDK's own span is kept and nests under looptrace's chat span.
+    assert query(db, """SELECT count(*) FROM spans s JOIN spans p ON s.parent_span_id = p.span_id
+                        WHERE s.name = 'anthropic.messages.create' AND p.name = 'chat claude-haiku-4-5'""") == [(3,)]
+    [(system, tools)] = query(db, "SELECT system, tools FROM llm_call_records WHERE system IS NOT NULL")
+    assert json.loads(system) == "Be brief." and json.loads(tools) == TOOLS
+
+
+def test_streaming_and_async_calls_are_recorded(db: Path, tracing: Tracing) -> None:
+    hello = Reply([{"type": "text", "text": "Hello there"}])
+    with MessagesServer([hello, hello, hello]) as server:
+        client = sdk(server, tracing)
+        request = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        events = [e.type for e in client.messages.create(**request, stream=True)]
+        with client.messages.stream(**request) as stream:
+            final = stream.get_final_message()
+
+        async def async_call() -> None:
+            aclient = anthropic.AsyncAnthropic(api_key="t", base_url=server.base_url, max_retries=0)
+            await aclient.messages.create(**request)
+
+        asyncio.run(async_call())
+    tracing.shutdown()
+    assert events[0] == "message_start" and events[-1] == "message_stop"
+    assert final.content[0].text == "Hello there"
+    rows = query(db, "SELECT json_extract_string(response, '$.content[0].text'), stop_reason FROM llm_call_records")
+    assert rows == [("Hello there", "end_turn")] * 3
+    assert query(db, "SELECT status, n_steps FROM runs") == [("ok", 1)] * 3
+
+
+def test_calls_inside_a_manual_step_attach_to_it(db: Path, tracing: Tracing) -> None:
+    with MessagesServer([tool_use(1, "a.txt")]) as server:
+        client = sdk(server, tracing)
+        with tracing.run("mine", task="t") as run, run.step() as step:
+            client.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "x"}])
+            step.thought("own thought")
+    tracing.shutdown()
+    assert query(db, "SELECT agent, n_steps, n_llm_calls, input_tokens FROM runs") == [("mine", 1, 1, 100)]
+    assert query(db, "SELECT step, stop_reason FROM llm_calls") == [(1, "tool_use")]
+
+
+def test_errors_reach_the_agent_unchanged_and_are_recorded(db: Path, tracing: Tracing) -> None:
+    with MessagesServer([Fault(400, "invalid_request_error", "prompt is too long")]) as server:
+        with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+            sdk(server, tracing).messages.create(model=MODEL, max_tokens=8,
+                                                 messages=[{"role": "user", "content": "x"}])
+    tracing.shutdown()
+    [(status, error)] = query(db, "SELECT status, error FROM runs")
+    assert status == "error" and "prompt is too long" in error
+    [(call_error,)] = query(db, "SELECT error FROM llm_calls")
+    assert "BadRequestError" in call_error
+
+
+def test_uninstrument_restores_the_client(db: Path) -> None:
+    from anthropic.resources.messages import Messages
+
+    original = Messages.create
+    tracing = Tracing(db)
+    instrumentor = AnthropicInstrumentor(tracing).instrument()
+    assert Messages.create is not original
+    instrumentor.uninstrument()
+    assert Messages.create is original
+    tracing.shutdown()

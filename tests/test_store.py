@@ -1,0 +1,151 @@
+"""The store: exact schema after migrating, refusal of files it cannot read, segments absorbed once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tracer.store import SCHEMA_VERSION, SegmentWriter, Store, StoreError
+from tracer.store.migrations import migrate
+
+from .conftest import PYTHON, python_env, query
+
+EXPECTED_VIEWS = {
+    "runs": [
+        "run_id", "parent_run_id", "source", "agent", "task", "model", "status", "started_at", "ended_at",
+        "n_steps", "input_tokens", "output_tokens", "cost_usd", "n_llm_calls", "answer", "error", "strategy",
+        "replay_of", "forked_from", "fork_step", "last_seen_at", "trace_id",
+    ],
+    "steps": [
+        "run_id", "step", "call_index", "started_at", "ended_at", "thought", "tool", "args", "observation",
+        "observation_bytes", "is_error", "error_type", "tool_call_id", "input_tokens", "output_tokens",
+        "context_tokens", "cost_usd", "events",
+    ],
+    "tool_calls": [
+        "run_id", "step", "call_index", "tool_call_id", "tool", "args", "observation", "observation_bytes",
+        "is_error", "error_type", "started_at", "ended_at", "duration_ms",
+    ],
+    "llm_calls": [
+        "run_id", "step", "call_id", "base_call_id", "provider", "model", "response_model", "started_at",
+        "ended_at", "latency_ms", "params", "system_sha", "tools_sha", "messages_keep", "request_sha",
+        "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+        "cost_usd", "retries", "error",
+    ],
+}
+EXPECTED_TABLES = {
+    "schema_migrations", "spans", "run_records", "step_records", "tool_call_records", "llm_call_records",
+    "diagnoses", "writer_stats", "absorbed_segments",
+}
+
+
+def _columns(conn: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [name]
+    ).fetchall()]
+
+
+def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
+    Store(db).compact()
+    conn = duckdb.connect(str(db), read_only=True)
+    kinds = dict(conn.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+    assert {n for n, k in kinds.items() if k == "BASE TABLE"} == EXPECTED_TABLES
+    assert {n for n, k in kinds.items() if k == "VIEW"} == set(EXPECTED_VIEWS)
+    for view, columns in EXPECTED_VIEWS.items():
+        assert _columns(conn, view) == columns, view
+    assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
+    assert conn.execute("SELECT version, name FROM schema_migrations").fetchall() == [(1, "initial")]
+    conn.close()
+    conn = duckdb.connect(str(db))
+    assert migrate(conn) == 0  # idempotent: a second open applies nothing
+    conn.close()
+
+
+def test_every_documented_column_is_in_docs() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "schema.md").read_text()
+    for view, columns in EXPECTED_VIEWS.items():
+        assert f"## `{view}`" in doc
+        for column in columns:
+            assert f"`{column}`" in doc, f"{view}.{column} undocumented"
+
+
+def test_a_store_from_a_newer_schema_is_refused_untouched(db: Path) -> None:
+    Store(db).compact()
+    conn = duckdb.connect(str(db))
+    conn.execute("INSERT INTO schema_migrations VALUES (?, 'future', now())", [SCHEMA_VERSION + 1])
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="newer looptrace"):
+        Store(db).compact()
+    with pytest.raises(StoreError, match="newer looptrace"):
+        with Store(db).reader():
+            pass
+    assert db.read_bytes() == before
+
+
+def test_a_file_that_is_not_a_store_is_refused_untouched(db: Path) -> None:
+    db.write_bytes(b"this is not a database\n" * 100)
+    with pytest.raises(StoreError) as err:
+        Store(db).compact()
+    assert str(db) in str(err.value) and "not changed" in str(err.value)
+    assert db.read_bytes() == b"this is not a database\n" * 100
+
+
+def _row(run_id: str) -> dict[str, object]:
+    now = datetime(2026, 1, 1)
+    return {"run_id": run_id, "recorded_at": now, "started_at": now, "agent": "a"}
+
+
+def test_a_segment_is_absorbed_exactly_once(db: Path, tmp_path: Path) -> None:
+    writer = SegmentWriter(db)
+    name = writer.write({"run_records": [_row("r1")]})
+    assert name
+    saved = tmp_path / "saved"
+    shutil.copytree(writer.dir / name, saved)
+    assert Store(db).compact() == 1
+    assert not (writer.dir / name).exists()
+    # A compaction that committed but died before removing the folder leaves it behind:
+    shutil.copytree(saved, writer.dir / name)
+    assert Store(db).compact() == 0
+    assert not (writer.dir / name).exists()
+    assert query(db, "SELECT count(*) FROM run_records") == [(1,)]
+
+
+def test_an_unreadable_segment_is_set_aside_and_the_rest_absorbed(db: Path) -> None:
+    writer = SegmentWriter(db)
+    writer.write({"run_records": [_row("good1")]})
+    bad = writer.write({"run_records": [_row("bad")]})
+    writer.write({"run_records": [_row("good2")]})
+    assert bad
+    (writer.dir / bad / "run_records.parquet").write_bytes(b"PAR1 garbage")
+    assert Store(db).compact() == 2
+    assert (writer.dir / "quarantine" / bad / "run_records.parquet").exists()
+    assert query(db, "SELECT run_id FROM run_records ORDER BY 1") == [("good1",), ("good2",)]
+
+
+def test_a_temporary_segment_of_a_killed_writer_is_never_read(db: Path) -> None:
+    writer = SegmentWriter(db)
+    writer.write({"run_records": [_row("r1")]})
+    (writer.dir / ".tmp-123-1-000001").mkdir()
+    (writer.dir / ".tmp-123-1-000001" / "run_records.parquet").write_bytes(b"half written")
+    assert query(db, "SELECT run_id FROM runs") == [("r1",)]
+
+
+def test_readers_see_pending_segments_and_wait_out_a_short_exclusive_hold(db: Path) -> None:
+    Store(db).compact()
+    holder = subprocess.Popen(
+        [PYTHON, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+         "time.sleep(1.5)"],
+        stdout=subprocess.PIPE, env=python_env(), text=True,
+    )
+    assert holder.stdout and holder.stdout.readline().strip() == "held"
+    SegmentWriter(db).write({"run_records": [_row("while-held")]})
+    started = time.monotonic()
+    assert query(db, "SELECT run_id, status FROM runs") == [("while-held", "incomplete")]
+    assert time.monotonic() - started < 10
+    holder.wait(10)

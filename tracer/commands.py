@@ -1,0 +1,56 @@
+"""Commands over the store itself: ``sql`` and ``compact``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .cli import add_command
+from .store import Store, StoreError
+from .tracing import DEFAULT_DB
+
+__all__ = ["register"]
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from .sql import QueryError, run_query
+    from .table import write_rows
+
+    try:
+        result = run_query(Store(args.db), args.query, limit=args.limit, timeout=args.timeout)
+    except (QueryError, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    write_rows(sys.stdout, result.columns, result.rows, args.format)
+    if result.truncated:
+        print(f"(stopped at --limit {args.limit}; more rows exist)", file=sys.stderr)
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    try:
+        n = Store(args.db).compact()
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"absorbed {n} segment{'s' if n != 1 else ''} into {args.db}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub, "sql", "Run one read-only SQL query against a store (views: runs, steps, tool_calls, llm_calls, "
+        "diagnoses, spans).", f'looptrace sql --db {DEFAULT_DB} "SELECT status, count(*) FROM runs GROUP BY 1"',
+    )
+    p.add_argument("query", help="one SQL statement")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
+    p.add_argument("--timeout", type=float, default=30.0, help="stop the query after this many seconds")
+    p.set_defaults(func=_sql)
+
+    p = add_command(
+        sub, "compact", "Absorb pending segment files into the DuckDB file.", f"looptrace compact --db {DEFAULT_DB}"
+    )
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.set_defaults(func=_compact)

@@ -1,0 +1,243 @@
+"""Spans to store rows: a pure mapping from plain span data to rows of the base tables.
+
+Every span becomes a row of ``spans``; the spans that looptrace's conventions name (invoke_agent,
+looptrace.step, chat, execute_tool) also become typed rows of run, step, LLM-call and tool-call
+records. Large content attributes are moved to those typed columns rather than stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from . import conventions as c
+from .textsafe import clean_text, to_json
+
+__all__ = ["PlainSpan", "from_readable", "rows_for_spans", "run_start_row", "ts"]
+
+
+@dataclass(frozen=True)
+class PlainSpan:
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: str = "INTERNAL"
+    start_ns: int | None = None
+    end_ns: int | None = None
+    status_code: str = "UNSET"
+    status_message: str | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    scope: str | None = None
+
+
+def ts(ns: int | None) -> datetime | None:
+    """UTC timestamp (naive, as stored) from nanoseconds since the epoch."""
+    if ns is None:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).replace(tzinfo=None)
+
+
+def from_readable(span: ReadableSpan) -> PlainSpan:
+    ctx = span.context
+    parent = span.parent
+    return PlainSpan(
+        trace_id=f"{ctx.trace_id:032x}" if ctx else "",
+        span_id=f"{ctx.span_id:016x}" if ctx else "",
+        parent_span_id=f"{parent.span_id:016x}" if parent else None,
+        name=span.name,
+        kind=span.kind.name,
+        start_ns=span.start_time,
+        end_ns=span.end_time,
+        status_code=span.status.status_code.name,
+        status_message=span.status.description,
+        attributes=dict(span.attributes or {}),
+        events=[
+            {"name": e.name, "time": str(ts(e.timestamp)), "attributes": dict(e.attributes or {})}
+            for e in span.events
+        ],
+        resource=dict(span.resource.attributes) if span.resource else {},
+        scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
+    )
+
+
+def _json_attr(value: Any) -> Any:
+    """Attributes holding JSON text are stored as that JSON; anything else is encoded."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+            return value
+        except ValueError:
+            return to_json(value)
+    return to_json(value)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else clean_text(value)
+
+
+def run_start_row(attrs: Mapping[str, Any], *, trace_id: str, span_id: str, start_ns: int | None) -> dict[str, Any]:
+    return {
+        "run_id": attrs.get(c.RUN_ID),
+        "recorded_at": ts(start_ns),
+        "parent_run_id": attrs.get(c.RUN_PARENT_ID),
+        "source": attrs.get(c.RUN_SOURCE, "looptrace"),
+        "agent": attrs.get(c.GEN_AI_AGENT_NAME),
+        "task": _text(attrs.get(c.RUN_TASK)),
+        "model": attrs.get(c.GEN_AI_REQUEST_MODEL),
+        "strategy": attrs.get(c.RUN_STRATEGY),
+        "status": None,
+        "started_at": ts(start_ns),
+        "ended_at": None,
+        "replay_of": attrs.get(c.RUN_REPLAY_OF),
+        "forked_from": attrs.get(c.RUN_FORKED_FROM),
+        "fork_step": _int(attrs.get(c.RUN_FORK_STEP)),
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "pid": _int(attrs.get(c.RUN_PID)),
+    }
+
+
+def _run_end_row(s: PlainSpan) -> dict[str, Any]:
+    a = s.attributes
+    row = run_start_row(a, trace_id=s.trace_id, span_id=s.span_id, start_ns=s.start_ns)
+    row.update(
+        recorded_at=ts(s.end_ns),
+        status=a.get(c.RUN_STATUS, "error" if s.status_code == "ERROR" else "ok"),
+        answer=_text(a.get(c.RUN_ANSWER)),
+        error=_text(a.get(c.RUN_ERROR) or (s.status_message if s.status_code == "ERROR" else None)),
+        ended_at=ts(s.end_ns),
+    )
+    return row
+
+
+def _step_row(s: PlainSpan) -> dict[str, Any]:
+    a = s.attributes
+    return {
+        "run_id": a.get(c.RUN_ID),
+        "step": _int(a.get(c.STEP_INDEX)),
+        "started_at": ts(s.start_ns),
+        "ended_at": ts(s.end_ns),
+        "thought": _text(a.get(c.STEP_THOUGHT)),
+        "input_tokens": _int(a.get(c.GEN_AI_USAGE_INPUT_TOKENS)),
+        "output_tokens": _int(a.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)),
+        "context_tokens": _int(a.get(c.STEP_CONTEXT_TOKENS)),
+        "cost_usd": a.get(c.STEP_COST),
+        "events": to_json(s.events) if s.events else None,
+        "span_id": s.span_id,
+    }
+
+
+def _tool_row(s: PlainSpan) -> dict[str, Any]:
+    a = s.attributes
+    result = a.get(c.GEN_AI_TOOL_CALL_RESULT)
+    observation = _text(result)
+    error_type = a.get(c.ERROR_TYPE)
+    return {
+        "run_id": a.get(c.RUN_ID),
+        "step": _int(a.get(c.STEP_INDEX)),
+        "call_index": _int(a.get(c.TOOL_CALL_INDEX)) or 0,
+        "tool_call_id": a.get(c.GEN_AI_TOOL_CALL_ID),
+        "tool": a.get(c.GEN_AI_TOOL_NAME),
+        "args": _json_attr(a.get(c.GEN_AI_TOOL_CALL_ARGUMENTS)),
+        "observation": observation,
+        "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
+        "is_error": bool(a.get(c.TOOL_IS_ERROR)) or error_type is not None,
+        "error_type": error_type,
+        "started_at": ts(s.start_ns),
+        "ended_at": ts(s.end_ns),
+        "span_id": s.span_id,
+    }
+
+
+def _llm_row(s: PlainSpan) -> dict[str, Any]:
+    a = s.attributes
+    return {
+        "run_id": a.get(c.RUN_ID),
+        "step": _int(a.get(c.STEP_INDEX)),
+        "call_id": s.span_id,
+        "base_call_id": a.get(c.LLM_BASE_CALL),
+        "provider": a.get(c.GEN_AI_PROVIDER),
+        "model": a.get(c.GEN_AI_REQUEST_MODEL),
+        "response_model": a.get(c.GEN_AI_RESPONSE_MODEL),
+        "started_at": ts(s.start_ns),
+        "ended_at": ts(s.end_ns),
+        "params": _json_attr(a.get(c.LLM_PARAMS)),
+        "system_sha": a.get(c.LLM_SYSTEM_SHA),
+        "system": _json_attr(a.get(c.LLM_SYSTEM)),
+        "tools_sha": a.get(c.LLM_TOOLS_SHA),
+        "tools": _json_attr(a.get(c.LLM_TOOLS)),
+        "messages_keep": _int(a.get(c.LLM_MESSAGES_KEEP)),
+        "messages_append": _json_attr(a.get(c.LLM_MESSAGES_APPEND)),
+        "request_sha": a.get(c.LLM_REQUEST_SHA),
+        "response": _json_attr(a.get(c.LLM_RESPONSE)),
+        "stop_reason": (list(a.get(c.GEN_AI_RESPONSE_FINISH_REASONS) or []) or [None])[0],
+        "input_tokens": _int(a.get(c.GEN_AI_USAGE_INPUT_TOKENS)),
+        "output_tokens": _int(a.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)),
+        "cache_read_tokens": _int(a.get(c.GEN_AI_USAGE_CACHE_READ)),
+        "cache_creation_tokens": _int(a.get(c.GEN_AI_USAGE_CACHE_CREATION)),
+        "cost_usd": a.get(c.LLM_COST),
+        "retries": _int(a.get(c.LLM_RETRIES)) or 0,
+        "error": _text(a.get(c.LLM_ERROR) or (s.status_message if s.status_code == "ERROR" else None)),
+        "span_id": s.span_id,
+    }
+
+
+def _span_row(s: PlainSpan) -> dict[str, Any]:
+    kept = {k: v for k, v in s.attributes.items() if k not in c.MOVED_TO_COLUMNS}
+    return {
+        "trace_id": s.trace_id,
+        "span_id": s.span_id,
+        "parent_span_id": s.parent_span_id,
+        "name": s.name,
+        "kind": s.kind,
+        "start_time": ts(s.start_ns),
+        "end_time": ts(s.end_ns),
+        "status_code": s.status_code,
+        "status_message": _text(s.status_message),
+        "run_id": s.attributes.get(c.RUN_ID),
+        "attributes": to_json(kept),
+        "events": to_json(s.events) if s.events else None,
+        "resource": to_json(s.resource) if s.resource else None,
+        "scope": s.scope,
+    }
+
+
+_TYPED = {
+    c.OP_INVOKE_AGENT: ("run_records", _run_end_row),
+    c.OP_CHAT: ("llm_call_records", _llm_row),
+    c.OP_EXECUTE_TOOL: ("tool_call_records", _tool_row),
+}
+
+
+def rows_for_spans(spans: Iterable[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {"spans": []}
+    for s in spans:
+        out["spans"].append(_span_row(s))
+        op = str(s.attributes.get(c.GEN_AI_OPERATION))
+        if s.attributes.get(c.RUN_ID) is None:
+            continue  # not part of a looptrace run (e.g. the anthropic SDK's own span): `spans` only
+        if s.name == c.STEP_SPAN:
+            table, make = "step_records", _step_row
+        elif (typed := _TYPED.get(op)) is not None:
+            table, make = typed
+        else:
+            continue
+        out.setdefault(table, []).append(make(s))
+    return out

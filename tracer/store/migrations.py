@@ -1,0 +1,72 @@
+"""Schema migrations: small named functions, recorded in ``schema_migrations``, applied on open.
+
+A store written by a newer looptrace (a version this code does not know) is refused rather than
+guessed at: see ``StoreError`` in ``errors.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import duckdb
+
+from .errors import StoreError
+from .tables import SCHEMA_MIGRATIONS, TABLES
+from .views import VIEWS
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version"]
+
+
+def _m001_initial(conn: duckdb.DuckDBPyConnection) -> None:
+    for ddl in TABLES.values():
+        conn.execute(ddl)
+
+
+MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
+    (1, "initial", _m001_initial),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def schema_version(conn: duckdb.DuckDBPyConnection, catalog: str | None = None) -> int:
+    prefix = f"{catalog}." if catalog else ""
+    try:
+        row = conn.execute(f"SELECT max(version) FROM {prefix}schema_migrations").fetchone()
+    except duckdb.CatalogException:
+        return 0
+    return int(row[0] or 0) if row else 0
+
+
+def apply_views(conn: duckdb.DuckDBPyConnection) -> None:
+    for sql in VIEWS:
+        conn.execute(sql)
+
+
+def migrate(conn: duckdb.DuckDBPyConnection, path: str = ":memory:") -> int:
+    """Bring ``conn``'s database to ``SCHEMA_VERSION``; return the number of migrations applied."""
+    conn.execute(SCHEMA_MIGRATIONS)
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: written by a newer looptrace (schema version {current}, this one knows up to "
+            f"{SCHEMA_VERSION}). Upgrade looptrace to read it; the file was not changed."
+        )
+    applied = 0
+    for version, name, step in MIGRATIONS:
+        if version <= current:
+            continue
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            step(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                [version, name, datetime.now(timezone.utc).replace(tzinfo=None)],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied += 1
+    apply_views(conn)
+    return applied

@@ -1,0 +1,131 @@
+"""Segment files: how many processes write one store without holding its lock.
+
+DuckDB lets one process open a database file for writing, and while it does no other process can
+open it at all. Agents run many at a time and users watch them live, so writers never open the
+DuckDB file: each export batch becomes a *segment*, a folder of Parquet files (one per table),
+written under a temporary name, fsynced, then renamed into ``<store>.segments/``. A rename is atomic,
+so a reader sees a whole batch or none of it, and a writer killed mid-batch leaves only a
+``.tmp-`` folder that nobody reads. The DuckDB file absorbs segments whenever a reader or a
+compaction opens it for a moment (see ``store.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from itertools import count
+from pathlib import Path
+from threading import Lock
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .tables import RECORD_TABLES, TABLES
+
+__all__ = [
+    "segments_dir",
+    "SegmentWriter",
+    "list_segments",
+    "segment_files",
+    "quarantine",
+    "remove_segments",
+    "arrow_schema",
+]
+
+QUARANTINE = "quarantine"
+
+
+def segments_dir(store_path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(store_path)}.segments")
+
+
+@functools.cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of a base table, derived from its DDL so the two cannot disagree."""
+    conn = duckdb.connect()
+    try:
+        conn.execute(TABLES[table])
+        return conn.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+    finally:
+        conn.close()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentWriter:
+    """Writes batches of rows as segments. Thread-safe; one per process is enough."""
+
+    def __init__(self, store_path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        self.dir = segments_dir(store_path)
+        self.durable = durable
+        self._seq = count()
+        self._lock = Lock()
+
+    def write(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> str | None:
+        """Write one segment holding ``rows`` (table name -> rows); return its name, or None if empty."""
+        tables = {t: r for t, r in rows.items() if r}
+        if not tables:
+            return None
+        with self._lock:
+            seq = next(self._seq)
+        name = f"{time.time_ns():019d}-{os.getpid()}-{seq:06d}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / f".tmp-{name}"
+        tmp.mkdir()
+        try:
+            for table, table_rows in tables.items():
+                if table not in RECORD_TABLES:
+                    raise ValueError(f"unknown table {table!r}")
+                data = pa.Table.from_pylist(list(table_rows), schema=arrow_schema(table))
+                target = tmp / f"{table}.parquet"
+                pq.write_table(data, target, compression="zstd")
+                if self.durable:
+                    _fsync(target)
+            if self.durable:
+                _fsync(tmp)
+            os.rename(tmp, self.dir / name)
+            if self.durable:
+                _fsync(self.dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return name
+
+
+def list_segments(directory: Path) -> list[str]:
+    """Names of the complete segments in ``directory``, oldest first."""
+    try:
+        entries = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(e for e in entries if not e.startswith(".") and e != QUARANTINE)
+
+
+def segment_files(directory: Path, names: Sequence[str], table: str) -> list[str]:
+    files = (directory / n / f"{table}.parquet" for n in names)
+    return [str(f) for f in files if f.exists()]
+
+
+def remove_segments(directory: Path, names: Sequence[str]) -> None:
+    for n in names:
+        shutil.rmtree(directory / n, ignore_errors=True)
+
+
+def quarantine(directory: Path, name: str) -> Path:
+    """Move an unreadable segment aside, never deleting it, so a user can inspect or report it."""
+    target = directory / QUARANTINE
+    target.mkdir(exist_ok=True)
+    dest = target / name
+    os.rename(directory / name, dest)
+    return dest

@@ -1,0 +1,248 @@
+"""Opening a store: a short exclusive write that absorbs segments, then read-only sessions.
+
+Every process that opens the DuckDB file holds it only for as long as it needs: a writer for the
+moment it takes to migrate and absorb pending segments, a reader for one session. A reader first
+tries to absorb (so the file catches up), then attaches the file read-only in an in-memory DuckDB
+and adds the segments still pending, so it sees every flushed step even while another process holds
+the file. See README "Many writers, live readers".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from . import segments as seg
+from .errors import StoreError
+from .migrations import SCHEMA_VERSION, apply_views, migrate, schema_version
+from .tables import RECORD_TABLES
+
+__all__ = ["Store", "DEFAULT_WAIT", "is_lock_error"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WAIT = 15.0  # seconds a caller waits for another process's short hold on the file
+_T = TypeVar("_T")
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
+
+
+def _describe_open_error(path: Path, exc: BaseException) -> StoreError:
+    text = str(exc)
+    if "not a valid DuckDB" in text or "Invalid Input Error" in text or "Serialization" in text:
+        return StoreError(
+            f"{path}: not a readable looptrace store ({text.splitlines()[0]}). "
+            "Point --db at a store written by looptrace, or move this file away; it was not changed."
+        )
+    if "WAL" in text or "replaying" in text.lower():
+        return StoreError(
+            f"{path}: its write-ahead log ({path}.wal) could not be replayed ({text.splitlines()[0]}). "
+            f"Move {path}.wal aside to open the store without the last unflushed writes; nothing was deleted."
+        )
+    return StoreError(f"{path}: cannot open the store: {text.splitlines()[0]}")
+
+
+def _retry_locked(fn: Callable[[], _T], wait: float, path: Path) -> _T:
+    deadline = time.monotonic() + wait
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except duckdb.Error as exc:
+            if not is_lock_error(exc):
+                raise _describe_open_error(path, exc) from exc
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{path}: held by another process for over {wait:.0f}s ({str(exc).splitlines()[0]}). "
+                    "looptrace writers never hold it this long: close the other program (a DuckDB shell?)."
+                ) from exc
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+class Store:
+    """A looptrace store: ``path`` (a DuckDB file) plus ``path.segments/`` written by live processes."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.segments_dir = seg.segments_dir(self.path)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- writing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def writer(self, *, wait: float = DEFAULT_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
+        """An exclusive read-write connection, migrated and caught up with all segments. Keep it short."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+        try:
+            migrate(conn, str(self.path))
+            self._absorb(conn)
+            yield conn
+        finally:
+            conn.close()
+
+    def compact(self, *, wait: float = DEFAULT_WAIT) -> int:
+        """Absorb all complete segments into the DuckDB file; return how many were absorbed."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+        try:
+            migrate(conn, str(self.path))
+            return self._absorb(conn)
+        finally:
+            conn.close()
+
+    def try_compact(self) -> int | None:
+        """Absorb if the file is free right now; None if another process holds it."""
+        try:
+            return self.compact(wait=0.0)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, duckdb.Error) and is_lock_error(exc.__cause__):
+                return None
+            raise
+
+    def _absorb(self, conn: duckdb.DuckDBPyConnection) -> int:
+        names = seg.list_segments(self.segments_dir)
+        if not names:
+            return 0
+        done = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM absorbed_segments WHERE name IN (SELECT unnest(?::VARCHAR[]))", [names]
+            ).fetchall()
+        }
+        fresh = [n for n in names if n not in done]
+        try:
+            self._insert_segments(conn, fresh)
+            absorbed = len(fresh)
+        except duckdb.Error:
+            # One bad file must not block the rest: absorb one by one, setting aside what fails.
+            absorbed = 0
+            for name in fresh:
+                try:
+                    self._insert_segments(conn, [name])
+                    absorbed += 1
+                except duckdb.Error as exc:
+                    dest = seg.quarantine(self.segments_dir, name)
+                    log.warning("looptrace: unreadable segment moved to %s: %s", dest, exc)
+        seg.remove_segments(self.segments_dir, [n for n in names if n in done or (self.segments_dir / n).exists()])
+        return absorbed
+
+    def _insert_segments(self, conn: duckdb.DuckDBPyConnection, names: list[str]) -> None:
+        if not names:
+            return
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            total = 0
+            for table in RECORD_TABLES:
+                files = seg.segment_files(self.segments_dir, names, table)
+                if files:
+                    row = conn.execute(
+                        f"INSERT INTO {table} BY NAME "
+                        "SELECT * FROM read_parquet(?::VARCHAR[], union_by_name = true)",
+                        [files],
+                    ).fetchone()
+                    total += int(row[0]) if row else 0
+            conn.executemany(
+                "INSERT INTO absorbed_segments VALUES (?, ?, ?)", [[n, now, None] for n in names]
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @contextmanager
+    def reader(
+        self, *, locked_down: bool = True, absorb: bool = True, wait: float = DEFAULT_WAIT,
+        memory_limit: str = "2GB",
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only session over the store and every flushed segment.
+
+        With ``locked_down`` (the default for user SQL) the session cannot touch files, load
+        extensions or change settings: see ``lockdown``.
+        """
+        if absorb or not self.path.exists():
+            try:
+                self.compact(wait=min(wait, 1.0) if self.path.exists() else wait)
+            except StoreError as exc:
+                if not (isinstance(exc.__cause__, duckdb.Error) and is_lock_error(exc.__cause__)):
+                    raise
+                # Busy: another process is absorbing or reading. Read what is there plus segments.
+        conn = duckdb.connect()
+        try:
+            _retry_locked(
+                lambda: conn.execute(f"ATTACH '{_sql_str(self.path)}' AS store (READ_ONLY)"), wait, self.path
+            )
+            version = schema_version(conn, "store")
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: written by a newer looptrace (schema version {version}); upgrade looptrace."
+                )
+            self._session_tables(conn)
+            apply_views(conn)
+            if locked_down:
+                lockdown(conn, memory_limit=memory_limit)
+            yield conn
+        finally:
+            conn.close()
+
+    def _session_tables(self, conn: duckdb.DuckDBPyConnection) -> None:
+        names = seg.list_segments(self.segments_dir)
+        if names:
+            done = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM store.absorbed_segments WHERE name IN (SELECT unnest(?::VARCHAR[]))",
+                    [names],
+                ).fetchall()
+            }
+            names = [n for n in names if n not in done]
+        for table in (*RECORD_TABLES, "absorbed_segments"):
+            files = seg.segment_files(self.segments_dir, names, table) if table in RECORD_TABLES else []
+            if files:
+                # Copied in now: once locked down, the session may no longer read files.
+                try:
+                    conn.execute(
+                        f"CREATE TEMP TABLE _pending_{table} AS SELECT * FROM read_parquet(?::VARCHAR[], "
+                        "union_by_name = true)",
+                        [files],
+                    )
+                except duckdb.IOException:
+                    # A segment absorbed and removed since we listed it is already in the file.
+                    files = []
+            if files:
+                conn.execute(
+                    f"CREATE VIEW {table} AS SELECT * FROM store.{table} "
+                    f"UNION ALL BY NAME SELECT * FROM _pending_{table}"
+                )
+            else:
+                conn.execute(f"CREATE VIEW {table} AS SELECT * FROM store.{table}")
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def lockdown(conn: duckdb.DuckDBPyConnection, *, memory_limit: str = "2GB") -> None:
+    """No file access, no extensions, no setting changes: what user SQL may run under."""
+    conn.execute(f"SET memory_limit = '{memory_limit}'")
+    conn.execute("SET autoinstall_known_extensions = false")
+    conn.execute("SET autoload_known_extensions = false")
+    conn.execute("SET allow_community_extensions = false")
+    conn.execute("SET enable_external_access = false")
+    conn.execute("SET lock_configuration = true")

@@ -1,0 +1,175 @@
+"""Base tables of the store, as SQL.
+
+Writers never update a row: every table is append-only, so a batch of rows can be written by any
+process as a segment file and absorbed later without coordination. Derived facts (a run's status,
+its totals) are computed by the views in ``views.py``, never stored twice.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TABLES", "RECORD_TABLES"]
+
+SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+)"""
+
+SPANS = """
+CREATE TABLE spans (
+    trace_id       VARCHAR NOT NULL,
+    span_id        VARCHAR NOT NULL,
+    parent_span_id VARCHAR,
+    name           VARCHAR NOT NULL,
+    kind           VARCHAR,
+    start_time     TIMESTAMP,
+    end_time       TIMESTAMP,
+    status_code    VARCHAR,
+    status_message VARCHAR,
+    run_id         VARCHAR,
+    attributes     JSON,
+    events         JSON,
+    resource       JSON,
+    scope          VARCHAR
+)"""
+
+RUN_RECORDS = """
+CREATE TABLE run_records (
+    run_id        VARCHAR NOT NULL,
+    recorded_at   TIMESTAMP NOT NULL,
+    parent_run_id VARCHAR,
+    source        VARCHAR,
+    agent         VARCHAR,
+    task          VARCHAR,
+    model         VARCHAR,
+    strategy      VARCHAR,
+    status        VARCHAR,
+    answer        VARCHAR,
+    error         VARCHAR,
+    started_at    TIMESTAMP,
+    ended_at      TIMESTAMP,
+    replay_of     VARCHAR,
+    forked_from   VARCHAR,
+    fork_step     INTEGER,
+    trace_id      VARCHAR,
+    span_id       VARCHAR,
+    pid           INTEGER,
+    attributes    JSON
+)"""
+
+STEP_RECORDS = """
+CREATE TABLE step_records (
+    run_id         VARCHAR NOT NULL,
+    step           INTEGER NOT NULL,
+    started_at     TIMESTAMP,
+    ended_at       TIMESTAMP,
+    thought        VARCHAR,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    context_tokens BIGINT,
+    cost_usd       DOUBLE,
+    events         JSON,
+    span_id        VARCHAR
+)"""
+
+TOOL_CALL_RECORDS = """
+CREATE TABLE tool_call_records (
+    run_id            VARCHAR NOT NULL,
+    step              INTEGER NOT NULL,
+    call_index        INTEGER NOT NULL,
+    tool_call_id      VARCHAR,
+    tool              VARCHAR,
+    args              JSON,
+    observation       VARCHAR,
+    observation_bytes BIGINT,
+    is_error          BOOLEAN,
+    error_type        VARCHAR,
+    started_at        TIMESTAMP,
+    ended_at          TIMESTAMP,
+    span_id           VARCHAR
+)"""
+
+LLM_CALL_RECORDS = """
+CREATE TABLE llm_call_records (
+    run_id                VARCHAR,
+    step                  INTEGER,
+    call_id               VARCHAR NOT NULL,
+    base_call_id          VARCHAR,
+    provider              VARCHAR,
+    model                 VARCHAR,
+    response_model        VARCHAR,
+    started_at            TIMESTAMP,
+    ended_at              TIMESTAMP,
+    params                JSON,
+    system_sha            VARCHAR,
+    system                JSON,
+    tools_sha             VARCHAR,
+    tools                 JSON,
+    messages_keep         INTEGER,
+    messages_append       JSON,
+    request_sha           VARCHAR,
+    response              JSON,
+    stop_reason           VARCHAR,
+    input_tokens          BIGINT,
+    output_tokens         BIGINT,
+    cache_read_tokens     BIGINT,
+    cache_creation_tokens BIGINT,
+    cost_usd              DOUBLE,
+    retries               INTEGER,
+    error                 VARCHAR,
+    span_id               VARCHAR
+)"""
+
+DIAGNOSES = """
+CREATE TABLE diagnoses (
+    run_id      VARCHAR NOT NULL,
+    label       VARCHAR NOT NULL,
+    is_primary  BOOLEAN NOT NULL,
+    first_step  INTEGER,
+    last_step   INTEGER,
+    evidence    JSON,
+    explanation VARCHAR,
+    analyzed_at TIMESTAMP
+)"""
+
+WRITER_STATS = """
+CREATE TABLE writer_stats (
+    pid            INTEGER,
+    host           VARCHAR,
+    recorded_at    TIMESTAMP,
+    spans_received BIGINT,
+    spans_written  BIGINT,
+    spans_dropped  BIGINT,
+    write_errors   BIGINT,
+    last_error     VARCHAR
+)"""
+
+ABSORBED_SEGMENTS = """
+CREATE TABLE absorbed_segments (
+    name        VARCHAR PRIMARY KEY,
+    absorbed_at TIMESTAMP NOT NULL,
+    n_rows      BIGINT
+)"""
+
+TABLES: dict[str, str] = {
+    "spans": SPANS,
+    "run_records": RUN_RECORDS,
+    "step_records": STEP_RECORDS,
+    "tool_call_records": TOOL_CALL_RECORDS,
+    "llm_call_records": LLM_CALL_RECORDS,
+    "diagnoses": DIAGNOSES,
+    "writer_stats": WRITER_STATS,
+    "absorbed_segments": ABSORBED_SEGMENTS,
+}
+
+# The tables a segment file may carry rows for.
+RECORD_TABLES: tuple[str, ...] = (
+    "spans",
+    "run_records",
+    "step_records",
+    "tool_call_records",
+    "llm_call_records",
+    "diagnoses",
+    "writer_stats",
+)

@@ -1,0 +1,120 @@
+"""The public views: what users query.
+
+Each view is a named constant so the rules are readable; ``VIEWS`` is applied in order both inside
+the DuckDB file (so the plain DuckDB CLI and Harlequin see them) and in every reader session, where
+the base tables also include rows from segments not yet absorbed. See docs/schema.md.
+"""
+
+from __future__ import annotations
+
+__all__ = ["VIEWS", "VIEW_NAMES"]
+
+# A run writes one record when it starts and one when it ends; the latest complete record wins.
+# A run with no end record never finished (still running, or its process died): `incomplete`.
+RUNS = """
+CREATE OR REPLACE VIEW runs AS
+WITH latest AS (
+    SELECT * FROM run_records
+    QUALIFY row_number() OVER (
+        PARTITION BY run_id ORDER BY (ended_at IS NOT NULL) DESC, recorded_at DESC) = 1
+),
+first_seen AS (
+    SELECT run_id, min(started_at) AS started_at FROM run_records GROUP BY run_id
+),
+step_totals AS (
+    SELECT run_id, count(DISTINCT step) AS n_steps,
+           sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+           sum(cost_usd) AS cost_usd, max(ended_at) AS last_step_at
+    FROM step_records GROUP BY run_id
+),
+llm_totals AS (
+    SELECT run_id, count(*) AS n_llm_calls,
+           sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+           sum(cost_usd) AS cost_usd
+    FROM llm_call_records WHERE run_id IS NOT NULL GROUP BY run_id
+)
+SELECT
+    l.run_id,
+    l.parent_run_id,
+    l.source,
+    l.agent,
+    l.task,
+    l.model,
+    CASE WHEN l.ended_at IS NULL THEN 'incomplete' ELSE l.status END AS status,
+    coalesce(f.started_at, l.started_at) AS started_at,
+    l.ended_at,
+    coalesce(s.n_steps, 0) AS n_steps,
+    coalesce(m.input_tokens, s.input_tokens, 0) AS input_tokens,
+    coalesce(m.output_tokens, s.output_tokens, 0) AS output_tokens,
+    coalesce(m.cost_usd, s.cost_usd, 0.0) AS cost_usd,
+    coalesce(m.n_llm_calls, 0) AS n_llm_calls,
+    l.answer,
+    l.error,
+    l.strategy,
+    l.replay_of,
+    l.forked_from,
+    l.fork_step,
+    greatest(l.recorded_at, s.last_step_at) AS last_seen_at,
+    l.trace_id
+FROM latest l
+LEFT JOIN first_seen f USING (run_id)
+LEFT JOIN step_totals s USING (run_id)
+LEFT JOIN llm_totals m USING (run_id)
+"""
+
+# One row per tool call. A step whose model call asked for no tool (a final answer) has one row
+# with tool NULL. Step-level tokens and cost sit on call_index 0 only, so SUM() over steps is right.
+# The full outer join keeps tool calls whose step span was never exported (a killed process).
+STEPS = """
+CREATE OR REPLACE VIEW steps AS
+SELECT
+    coalesce(s.run_id, t.run_id) AS run_id,
+    coalesce(s.step, t.step) AS step,
+    coalesce(t.call_index, 0) AS call_index,
+    coalesce(s.started_at, t.started_at) AS started_at,
+    coalesce(s.ended_at, t.ended_at) AS ended_at,
+    s.thought,
+    t.tool,
+    t.args,
+    t.observation,
+    coalesce(t.observation_bytes, 0) AS observation_bytes,
+    coalesce(t.is_error, false) AS is_error,
+    t.error_type,
+    t.tool_call_id,
+    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.input_tokens, 0) ELSE 0 END AS input_tokens,
+    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.output_tokens, 0) ELSE 0 END AS output_tokens,
+    CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.context_tokens END AS context_tokens,
+    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.cost_usd, 0.0) ELSE 0.0 END AS cost_usd,
+    s.events
+FROM step_records s
+FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
+"""
+
+TOOL_CALLS = """
+CREATE OR REPLACE VIEW tool_calls AS
+SELECT run_id, step, call_index, tool_call_id, tool, args, observation, observation_bytes,
+       is_error, error_type, started_at, ended_at,
+       date_diff('millisecond', started_at, ended_at) AS duration_ms
+FROM tool_call_records
+"""
+
+# Retries are what the caller recorded, or the resend count of the anthropic SDK's own span for the
+# call (it nests under the chat span when the client traces into the same provider).
+LLM_CALLS = """
+CREATE OR REPLACE VIEW llm_calls AS
+WITH sdk AS (
+    SELECT parent_span_id,
+           max(TRY_CAST(attributes->>'$."http.request.resend_count"' AS INTEGER)) AS resends
+    FROM spans WHERE name LIKE 'anthropic.%' GROUP BY parent_span_id
+)
+SELECT l.run_id, l.step, l.call_id, l.base_call_id, l.provider, l.model, l.response_model,
+       l.started_at, l.ended_at, date_diff('millisecond', l.started_at, l.ended_at) AS latency_ms,
+       l.params, l.system_sha, l.tools_sha, l.messages_keep, l.request_sha, l.stop_reason,
+       l.input_tokens, l.output_tokens, l.cache_read_tokens, l.cache_creation_tokens,
+       l.cost_usd, greatest(coalesce(l.retries, 0), coalesce(sdk.resends, 0)) AS retries, l.error
+FROM llm_call_records l
+LEFT JOIN sdk ON sdk.parent_span_id = l.call_id
+"""
+
+VIEWS: tuple[str, ...] = (RUNS, STEPS, TOOL_CALLS, LLM_CALLS)
+VIEW_NAMES: tuple[str, ...] = ("runs", "steps", "tool_calls", "llm_calls")

@@ -1,0 +1,82 @@
+"""Turning whatever an agent hands us into text and JSON that every exporter can store.
+
+Agents pass bytes that are not UTF-8, strings with lone surrogates (from ``surrogateescape`` or
+bad JSON), and tool arguments that are not JSON-serialisable. None of that may raise into the
+agent, and none of it may be silently dropped: bad code points become U+FFFD, unknown objects
+become their ``repr``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["clean_text", "to_json", "canonical_json", "visible"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value: object) -> str:
+    """``value`` as valid Unicode text (lone surrogates and undecodable bytes become U+FFFD)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return clean_text(str(value))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-compatible copy of ``value``: text cleaned, unknown objects as their repr."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k) if not isinstance(k, str) else clean_text(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)  # pydantic models, e.g. anthropic SDK types
+    if callable(dump):
+        try:
+            return _plain(dump(mode="json", exclude_none=True))
+        except Exception:  # noqa: BLE001 - a broken model still gets recorded as its repr
+            pass
+    return clean_text(repr(value))
+
+
+def to_json(value: Any) -> str:
+    """JSON text for ``value``, never raising."""
+    return json.dumps(_plain(value), ensure_ascii=False)
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted-key compact JSON: equal values give equal text, for hashing and comparing actions."""
+    return json.dumps(_plain(value), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+# C0 and C1 controls (but tab and newline), DEL, and the bidi overrides and isolates that can
+# reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, *, newlines: bool = True) -> str:
+    """``text`` safe to print to a terminal: control and bidi characters shown as escapes.
+
+    Trace text comes from models and tools; an ESC sequence in it must never reach the terminal.
+    The stored text is unchanged: this is for display only.
+    """
+    out = _UNSAFE.sub(_escape, clean_text(text))
+    return out if newlines else out.replace("\n", "\\n").replace("\t", "\\t")

@@ -1,0 +1,96 @@
+"""``Tracing``: one TracerProvider wired to the store (and optionally an OTLP endpoint).
+
+The store gets the SDK's batch processor with back-pressure (no silent drops) plus a processor that
+records runs as they start; an OTLP endpoint gets the SDK's stock BatchSpanProcessor, whose bounded
+queue drops rather than slowing the agent when the endpoint is slow or dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from .exporter import DuckDBSpanExporter
+from .manual import Run
+from .processors import BackpressureSpanProcessor, RunStartProcessor
+from .store import Store, StoreError
+
+__all__ = ["Tracing", "DEFAULT_DB"]
+
+log = logging.getLogger("looptrace")
+
+DEFAULT_DB = "looptrace.duckdb"
+
+
+def _otlp_endpoint_from_env() -> str | None:
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+class Tracing:
+    """Set up tracing into a store. Use ``run()`` to trace an agent run; ``shutdown()`` at the end
+    (also done at interpreter exit by the SDK)."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = DEFAULT_DB,
+        *,
+        otlp_endpoint: str | None = None,
+        service_name: str = "looptrace",
+        capture_content: bool = True,
+        set_global: bool = False,
+        durable: bool = True,
+        schedule_delay_millis: float = 500,
+    ) -> None:
+        self.db = os.fspath(db) if db is not None else None
+        self.capture_content = capture_content
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.exporter: DuckDBSpanExporter | None = None
+        if self.db is not None:
+            self.exporter = DuckDBSpanExporter(self.db, durable=durable)
+            self.provider.add_span_processor(RunStartProcessor(self.exporter))
+            self.provider.add_span_processor(
+                BackpressureSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_millis)
+            )
+        endpoint = otlp_endpoint or _otlp_endpoint_from_env()
+        if endpoint:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            url = endpoint if endpoint.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
+            self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+        if set_global:
+            trace.set_tracer_provider(self.provider)
+        self.tracer = self.provider.get_tracer("looptrace")
+        self._closed = False
+
+    def run(self, agent: str, **kwargs: Any) -> Run:
+        """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""
+        kwargs.setdefault("capture_content", self.capture_content)
+        return Run(self.tracer, agent, **kwargs)
+
+    def flush(self) -> bool:
+        return self.provider.force_flush()
+
+    def shutdown(self, *, compact: bool = True) -> None:
+        """Flush and close; then, if the store is free, absorb this process's segments into it."""
+        if self._closed:
+            return
+        self._closed = True
+        self.provider.shutdown()
+        if compact and self.db is not None:
+            try:
+                Store(self.db).try_compact()
+            except StoreError as exc:
+                log.warning("looptrace: %s", exc)
+
+    def __enter__(self) -> Tracing:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.shutdown()

@@ -85,7 +85,7 @@ SELECT
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.output_tokens, 0) ELSE 0 END AS output_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.context_tokens END AS context_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.cost_usd, 0.0) ELSE 0.0 END AS cost_usd,
-    s.events
+    CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.events END AS events
 FROM step_records s
 FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
 """

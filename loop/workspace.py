@@ -1,13 +1,10 @@
-"""Real tools over one sandbox folder: list, read, search and write files, and a calculator.
+"""Real tools over one sandbox folder (list, read, search, write files) and a calculator.
 
-The demo agent needs tools that do real work offline, so its traces show genuine tool use (paging
-through a long file, a search that hits its cap, a refused path) rather than canned strings. The
-sandbox is one rule applied to every path: resolve it, ``..`` and symlinks included, and refuse it
-unless it lands inside the root. Misuse is a ``ToolError``, an observation the model can recover from.
-
-Every result goes through ``limit_text`` so one call cannot flood the context. ``read_file`` stops
-adding lines before that cap would cut them, so its paging footer (the model's way to ask for the
-next page) always survives.
+They let the demo agent do real work offline, so its traces show genuine tool use (paging a long file,
+a search hitting its cap, a refused path) rather than canned strings. The sandbox is one rule for every
+path: resolve it, ``..`` and symlinks included, and refuse it unless it lands inside the root. Every
+result passes through ``limit_text``; ``read_file`` stops adding lines before that cap would cut them,
+so its footer (the model's way to ask for the next page) always survives.
 """
 
 from __future__ import annotations
@@ -18,14 +15,14 @@ import math
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import IO, Any
 
 from .tools import Tool, ToolError
 
-__all__ = ["workspace_tools", "limit_text"]
+__all__ = ["limit_text", "workspace_tools"]
 
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_MATCHES = 100
@@ -63,25 +60,28 @@ def workspace_tools(
         raise ValueError(f"max_result_bytes must be at least {4 * _MIN_LIMIT}")
     ws = _Workspace(base, max_result_bytes)
     path = {"type": "string", "description": "A path relative to the workspace root."}
+
+    def tool(name: str, description: str, schema: dict[str, Any], run: Callable[..., str]) -> Tool:
+        return Tool(name, description, schema, _capped(run, base, max_result_bytes))
+
     tools = [
-        ("list_dir", "List a folder of the workspace, sorted: folders end with '/', symlinks with '@', "
-         "files show their size.", _schema([], path={**path, "default": "."}), ws.list_dir),
-        ("read_file", "Read a text file with line numbers: `limit` lines from line `offset` (1-based). "
-         "A footer gives the next offset when more lines exist.",
-         _schema(["path"], path=path, offset={"type": "integer", "minimum": 1, "default": 1},
-                 limit={"type": "integer", "minimum": 1, "default": 200}), ws.read_file),
-        ("search", "Search the text files under `path` whose name matches `glob` for a Python regular "
-         f"expression; prints 'path:line: text' for at most {MAX_SEARCH_MATCHES} lines.",
-         _schema(["pattern"], pattern={"type": "string"}, path={**path, "default": "."},
-                 glob={"type": "string", "default": "*"}), ws.search),
-        ("write_file", "Create or overwrite a UTF-8 text file, creating its folders.",
-         _schema(["path", "content"], path=path, content={"type": "string"}), ws.write_file),
-        ("calculator", "Evaluate an arithmetic expression: numbers, + - * / // % **, parentheses, "
-         f"{', '.join(_FUNCTIONS)}, and the constants pi and e.",
-         _schema(["expression"], expression={"type": "string"}), _calculate),
+        tool("list_dir", "List a folder of the workspace, sorted: folders end with '/', symlinks with '@', "
+             "files show their size.", _schema([], path={**path, "default": "."}), ws.list_dir),
+        tool("read_file", "Read a text file with line numbers: `limit` lines from line `offset` (1-based). "
+             "A footer gives the next offset when more lines exist.",
+             _schema(["path"], path=path, offset={"type": "integer", "minimum": 1, "default": 1},
+                     limit={"type": "integer", "minimum": 1, "default": 200}), ws.read_file),
+        tool("search", "Search the text files under `path` whose name matches `glob` for a Python regular "
+             f"expression; prints 'path:line: text' for at most {MAX_SEARCH_MATCHES} lines.",
+             _schema(["pattern"], pattern={"type": "string"}, path={**path, "default": "."},
+                     glob={"type": "string", "default": "*"}), ws.search),
+        tool("write_file", "Create or overwrite a UTF-8 text file, creating its folders.",
+             _schema(["path", "content"], path=path, content={"type": "string"}), ws.write_file),
+        tool("calculator", "Evaluate an arithmetic expression: numbers, + - * / // % **, parentheses, "
+             f"{', '.join(_FUNCTIONS)}, and the constants pi and e.",
+             _schema(["expression"], expression={"type": "string"}), _calculate),
     ]
-    return [Tool(name, description, schema, _capped(run, base, max_result_bytes))
-            for name, description, schema, run in tools if writable or name != "write_file"]
+    return [t for t in tools if writable or t.name != "write_file"]
 
 
 def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
@@ -132,8 +132,8 @@ class _Workspace:
         try:
             # An absolute path replaces the root here, and is then held to the same rule.
             target = (self.root / path).resolve()
-        except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, NUL bytes
-            raise ToolError(f"cannot resolve path {path!r}: {exc}") from exc
+        except (OSError, RuntimeError, ValueError) as exc:  # not str(exc): it names the host's folders
+            raise ToolError(f"cannot resolve path {path!r}: a symlink loop or an invalid name") from exc
         if not target.is_relative_to(self.root):
             raise ToolError(f"path outside the workspace: {path}")
         if must_exist and not target.exists():
@@ -159,29 +159,32 @@ class _Workspace:
             raise ToolError(f"is a folder, not a file: {path} (use list_dir)" if file.is_dir()
                             else f"not a regular file: {path}")
         offset, end, budget = int(offset), int(offset) + int(limit), self.max_bytes - _FOOTER_ROOM
-        rows: list[tuple[int, str]] = []
-        used, total, full = 0, 0, False
+        rows: list[str] = []
+        total = used = 0
         with file.open("rb") as f:
             if (lines := _text_lines(f)) is None:
                 raise ToolError(f"binary file: {path}")
-            for total, raw in enumerate(lines, 1):  # read to the end: the footer gives the line count
-                if total < offset or total >= end or full:
+            for total, raw in enumerate(lines, 1):
+                if total < offset:
                     continue
                 text = _decode(raw)
                 cost = len(text.encode()) + _ROW_OVERHEAD
-                if rows and used + cost > budget:
-                    full = True  # stop short of the cap so the footer is never cut off
-                    continue
-                rows.append((total, limit_text(text, budget - _ROW_OVERHEAD)))
+                # Stop short of the cap, so the footer that gives the next offset is never cut off.
+                if total >= end or (rows and used + cost > budget):
+                    total += sum(1 for _ in lines)
+                    break
+                rows.append(limit_text(text, budget - _ROW_OVERHEAD))
                 used += cost
         if not total:
             return f"[empty file: {path}]"
         if not rows:
             return f"[offset {offset} is past the end: {path} has {total} lines]"
-        last = rows[-1][0]
+        last = offset + len(rows) - 1
         width = max(4, len(str(last)))
-        footer = [f"[lines {offset}-{last} of {total}; next: offset={last + 1}]"] if last < total else []
-        return "\n".join([*(f"{n:>{width}}| {text}" for n, text in rows), *footer])
+        out = [f"{n:>{width}}| {text}" for n, text in enumerate(rows, offset)]
+        if last < total:
+            out.append(f"[lines {offset}-{last} of {total}; next: offset={last + 1}]")
+        return "\n".join(out)
 
     def search(self, pattern: str, path: str = ".", glob: str = "*") -> str:
         try:
@@ -190,7 +193,8 @@ class _Workspace:
             raise ToolError(f"invalid regex {pattern!r}: {exc}") from exc
         hits: list[str] = []
         count = 0
-        for file in self._files(self.resolve(path)):
+        start = self.resolve(path)
+        for file in self._walk(start) if start.is_dir() else [start] if start.is_file() else []:
             if not fnmatch.fnmatch(file.name, glob):
                 continue
             try:
@@ -207,13 +211,11 @@ class _Workspace:
             hits.append(f"... {count - MAX_SEARCH_MATCHES} more matches")
         return "\n".join(hits) or f"no matches for {pattern!r} in {path}"
 
-    def _files(self, start: Path) -> Iterator[Path]:
-        walk: Iterable[tuple[str, list[str], list[str]]] = \
-            os.walk(start) if start.is_dir() else [(str(start.parent), [], [start.name])]
-        for folder, subfolders, names in walk:  # os.walk does not descend into symlinked folders...
+    def _walk(self, folder: Path) -> Iterator[Path]:
+        for parent, subfolders, names in os.walk(folder):  # os.walk does not descend into symlinked folders,
             subfolders.sort()
-            for file in (Path(folder, name) for name in sorted(names)):
-                try:  # ...but a symlinked file may point anywhere
+            for file in (Path(parent, name) for name in sorted(names)):
+                try:  # but a symlinked file may point anywhere
                     if file.resolve().is_relative_to(self.root) and file.is_file():
                         yield file
                 except (OSError, RuntimeError):
@@ -256,9 +258,7 @@ def _calculate(expression: str) -> str:
 
 def _evaluate(node: ast.expr) -> int | float:
     if isinstance(node, ast.Constant):
-        if type(node.value) not in (int, float):  # bool is an int subclass, but not a number here
-            raise ToolError(f"only numbers are allowed, not {type(node.value).__name__} {node.value!r}")
-        return node.value
+        return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id not in _CONSTANTS:
             raise ToolError(f"unknown name {node.id!r}: the only constants are pi and e")
@@ -287,9 +287,11 @@ def _evaluate(node: ast.expr) -> int | float:
     raise ToolError(f"unsupported syntax: {ast.unparse(node)!r} ({type(node).__name__})")
 
 
-def _checked(value: Any) -> int | float:
+def _checked(value: object) -> int | float:
     if isinstance(value, complex):
         raise ToolError("the result is not a real number")
+    if isinstance(value, bool) or not isinstance(value, int | float):  # True is an int, but not a number
+        raise ToolError(f"only numbers are allowed, not {type(value).__name__} {value!r}")
     if isinstance(value, int) and value.bit_length() > _MAX_RESULT_BITS:
         raise ToolError("result too large")
     return value

@@ -18,6 +18,7 @@ from .store import Store
 __all__ = ["QueryError", "QueryResult", "run_query", "check_single_statement", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 30.0
+_READ_ONLY = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
 
 
 class QueryError(Exception):
@@ -39,6 +40,9 @@ def check_single_statement(sql: str) -> None:
         raise QueryError(_one_line(exc)) from exc
     if len(statements) != 1:
         raise QueryError(f"expected exactly one SQL statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind not in _READ_ONLY:
+        raise QueryError(f"only queries are allowed (SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN), not {kind.name}")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -82,11 +82,17 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _connect(self, wait: float) -> duckdb.DuckDBPyConnection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create its folder: {exc}") from exc
+        return _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+
     @contextmanager
     def writer(self, *, wait: float = DEFAULT_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
         """An exclusive read-write connection, migrated and caught up with all segments. Keep it short."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+        conn = self._connect(wait)
         try:
             migrate(conn, str(self.path))
             self._absorb(conn)
@@ -96,8 +102,7 @@ class Store:
 
     def compact(self, *, wait: float = DEFAULT_WAIT) -> int:
         """Absorb all complete segments into the DuckDB file; return how many were absorbed."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+        conn = self._connect(wait)
         try:
             migrate(conn, str(self.path))
             return self._absorb(conn)

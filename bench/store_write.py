@@ -1,0 +1,119 @@
+"""Steps per second written durably: looptrace's exporter + compaction vs. a bulk Arrow insert.
+
+Both sides write the same rows (those ``tracer.records.rows_for_spans`` makes for N steps) and end
+with them in a DuckDB file on disk. looptrace goes the way a live process does: batches of 2048
+spans through ``DuckDBSpanExporter.export`` (spans to rows, rows to Arrow, one fsynced Parquet
+segment per batch), then ``Store.compact()`` absorbs the segments into the file. The baseline is
+the fastest plain route: one Arrow table per base table, ``INSERT ... SELECT`` into DuckDB,
+``CHECKPOINT``. Spans are made before the clock starts; so are both files' schemas.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tracer.exporter import DuckDBSpanExporter
+from tracer.manual import Run
+from tracer.records import from_readable, rows_for_spans
+from tracer.store import Store
+from tracer.store.segments import arrow_schema
+from tracer.store.tables import TABLES
+
+from .results import Result
+from .rounds import alternate, median, scratch_dir
+
+__all__ = ["TITLE", "run"]
+
+TITLE = "store_write: steps/s written durably into the store"
+GOAL_RATIO = 0.5
+ROUNDS = 3
+BATCH = 2048
+
+
+def make_spans(steps: int) -> tuple[ReadableSpan, ...]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with Run(provider.get_tracer("looptrace"), "bench") as run:
+        for _ in range(steps):
+            with run.step("thought") as step:
+                with step.tool_call("ls", {"path": "."}) as call:
+                    call.result("a b c")
+    provider.shutdown()
+    return exporter.get_finished_spans()
+
+
+def _count_spans(db: Path) -> int:
+    with duckdb.connect(str(db), read_only=True) as conn:
+        row = conn.execute("SELECT count(*) FROM spans").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _looptrace(spans: tuple[ReadableSpan, ...], tmp: Path, tag: int) -> float:
+    db = tmp / f"looptrace-{tag}.duckdb"
+    Store(db).compact()  # creates and migrates the file, as the baseline's tables are made untimed
+    t0 = time.perf_counter()
+    exporter = DuckDBSpanExporter(db)
+    for i in range(0, len(spans), BATCH):
+        if exporter.export(spans[i : i + BATCH]) is not SpanExportResult.SUCCESS:
+            raise RuntimeError(f"export failed: {exporter.last_error}")
+    Store(db).compact()
+    elapsed = time.perf_counter() - t0
+    if (n := _count_spans(db)) != len(spans):
+        raise RuntimeError(f"looptrace stored {n} of {len(spans)} spans")
+    return elapsed
+
+
+def _baseline(rows: dict[str, list[dict[str, Any]]], n_spans: int, tmp: Path, tag: int) -> float:
+    db = tmp / f"baseline-{tag}.duckdb"
+    with duckdb.connect(str(db)) as conn:
+        for table in rows:
+            conn.execute(TABLES[table])
+    schemas = {table: arrow_schema(table) for table in rows}
+    t0 = time.perf_counter()
+    conn = duckdb.connect(str(db))
+    try:
+        for table, table_rows in rows.items():
+            arrow_rows = pa.Table.from_pylist(table_rows, schema=schemas[table])
+            conn.register("arrow_rows", arrow_rows)
+            conn.execute(f"INSERT INTO {table} SELECT * FROM arrow_rows")
+            conn.unregister("arrow_rows")
+        conn.execute("CHECKPOINT")
+    finally:
+        conn.close()
+    elapsed = time.perf_counter() - t0
+    if (n := _count_spans(db)) != n_spans:
+        raise RuntimeError(f"baseline stored {n} of {n_spans} spans")
+    return elapsed
+
+
+def run(quick: bool = False) -> list[Result]:
+    steps = 5_000 if quick else 50_000
+    spans = make_spans(steps)
+    rows = rows_for_spans(from_readable(s) for s in spans)
+    counter = iter(range(1_000_000))
+    with scratch_dir("store-write") as tmp:
+        warm = make_spans(100)  # warm-up: cached Arrow schemas, DuckDB's JSON extension
+        _looptrace(warm, tmp, -1), _baseline(rows_for_spans(from_readable(s) for s in warm), len(warm), tmp, -1)
+        ours, theirs = alternate(
+            ROUNDS,
+            lambda: _looptrace(spans, tmp, next(counter)),
+            lambda: _baseline(rows, len(spans), tmp, next(counter)),
+        )
+    ours_rate, theirs_rate = steps / median(ours), steps / median(theirs)
+    ratio = ours_rate / theirs_rate
+    note = (
+        f"{steps:,} steps ({len(spans):,} spans) x {ROUNDS} rounds, medians: "
+        f"looptrace {median(ours):.2f} s, baseline {median(theirs):.2f} s"
+    )
+    return [
+        Result("write", "steps/s", ours_rate, theirs_rate, f"ratio >= {GOAL_RATIO:g}", ratio >= GOAL_RATIO, note)
+    ]

@@ -1,0 +1,96 @@
+"""The command line: help for every command, and `looptrace sql` on a locked-down connection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tracer.cli import build_parser
+
+from .conftest import PYTHON, ROOT, python_env
+from .test_manual_api import example_agent
+
+
+def looptrace(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True, env=python_env(),
+                          cwd=cwd or ROOT, timeout=60)
+
+
+def command_names() -> list[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sorted(sub.choices)  # type: ignore[arg-type]
+
+
+def test_help_lists_every_command_and_each_has_an_example() -> None:
+    top = looptrace("--help")
+    assert top.returncode == 0
+    names = command_names()
+    assert {"sql", "compact", "demo", "run"} <= set(names)
+    for name in names:
+        assert name in top.stdout
+        sub = looptrace(name, "--help")
+        assert sub.returncode == 0 and "example:" in sub.stdout and f"looptrace {name}" in sub.stdout, name
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    db = tmp_path / "store.duckdb"
+    example_agent(db)
+    return db
+
+
+def test_sql_prints_table_csv_and_json(store: Path) -> None:
+    query = "SELECT step, tool FROM steps ORDER BY step"
+    table = looptrace("sql", "--db", str(store), query)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ["step", "tool"]
+    assert "(3 rows)" in table.stdout
+    csv = looptrace("sql", "--db", str(store), query, "--format", "csv")
+    assert csv.stdout.splitlines() == ["step,tool", "1,ls", "2,read", "3,cat"]
+    data = json.loads(looptrace("sql", "--db", str(store), query, "--format", "json").stdout)
+    assert data == [{"step": 1, "tool": "ls"}, {"step": 2, "tool": "read"}, {"step": 3, "tool": "cat"}]
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "COPY (SELECT * FROM runs) TO '{out}'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "ATTACH '{out}' AS other",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "SELECT 1; COPY (SELECT 1) TO '{out}'",
+        "CREATE TABLE x AS SELECT 1",
+    ],
+)
+def test_sql_refuses_file_access_extensions_settings_and_writes(store: Path, tmp_path: Path, attack: str) -> None:
+    out = tmp_path / "leak.csv"
+    result = looptrace("sql", "--db", str(store), attack.format(out=out))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert not out.exists()
+    assert {p.name for p in tmp_path.iterdir()} <= {"store.duckdb", "store.duckdb.segments"}
+
+
+def test_hostile_text_is_escaped_in_tables(tmp_path: Path) -> None:
+    from tracer import Tracing
+
+    db = tmp_path / "store.duckdb"
+    with Tracing(db) as tracing, tracing.run("a") as run, run.step("\x1b]0;pwned\x07\x1b[2J [bold]x[/]") as step:
+        with step.tool_call("t", {}) as call:
+            call.result("\u202eevil\x9b")
+    result = looptrace("sql", "--db", str(db), "SELECT thought, observation FROM steps")
+    assert "\x1b" not in result.stdout and "\x9b" not in result.stdout and "\u202e" not in result.stdout
+    assert "\\x1b]0;pwned\\x07" in result.stdout and "\\u202eevil" in result.stdout
+
+
+def test_core_packages_never_import_textual() -> None:
+    code = ("import sys, tracer, tracer.anthropic, tracer.cli, loop, loop.agent, loop.demo, loop.commands; "
+            "tracer.cli.build_parser(); print('textual' in sys.modules, 'viewer.app' in sys.modules)")
+    result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), cwd=ROOT)
+    assert result.stdout.split() == ["False", "False"], result.stderr

@@ -1,0 +1,82 @@
+"""Many writers, live readers, crashes: real processes on one store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tracer.store import Store
+
+from .conftest import PYTHON, ROOT, python_env, query
+
+
+def spawn(db: Path, agent: str, steps: int, calls: int, pause: float = 0.0) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PYTHON, "-m", "tests.proc_agent", str(db), agent, str(steps), str(calls), str(pause)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=python_env(), cwd=ROOT,
+    )
+
+
+@pytest.mark.slow
+def test_eight_writers_and_a_live_reader_lose_nothing(db: Path) -> None:
+    procs = [spawn(db, f"agent{i}", 200, 2, 0.002) for i in range(8)]
+    seen: list[int] = []
+    while any(p.poll() is None for p in procs):
+        # A reader (as the viewer and `looptrace sql` do) while all eight write.
+        seen.append(query(db, "SELECT count(*) FROM steps")[0][0])
+        time.sleep(0.2)
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert "Traceback" not in err and "lock" not in err.lower(), err
+        assert out.rstrip().endswith("done")
+    assert seen == sorted(seen) and seen[-1] > 0, "the live reader saw steps arrive, never going back"
+    assert query(db, "SELECT count(*), count(DISTINCT (run_id, step, call_index)) FROM steps") == [(3200, 3200)]
+    assert query(db, "SELECT status, count(*), sum(n_steps) FROM runs GROUP BY ALL") == [("ok", 8, 1600)]
+    assert query(db, "SELECT count(*), count(DISTINCT span_id) FROM spans")[0][0] == 8 * (1 + 200 * 3)
+    assert query(db, "SELECT sum(spans_dropped), sum(write_errors) FROM writer_stats") == [(0, 0)]
+
+
+@pytest.mark.slow
+def test_new_steps_are_visible_within_seconds(db: Path) -> None:
+    proc = spawn(db, "slow", 40, 1, 0.1)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("step 10"):
+                break
+        deadline = time.monotonic() + 5
+        while query(db, "SELECT count(*) FROM steps")[0][0] < 10:
+            assert time.monotonic() < deadline, "steps not visible within 5 s"
+            time.sleep(0.1)
+        assert query(db, "SELECT status FROM runs") == [("incomplete",)]
+    finally:
+        proc.wait(30)
+    assert query(db, "SELECT status, n_steps FROM runs") == [("ok", 40)]
+
+
+@pytest.mark.slow
+def test_kill_minus_nine_keeps_what_was_flushed(db: Path) -> None:
+    finished = spawn(db, "finished", 5, 1)
+    assert finished.wait(30) == 0
+    victim = spawn(db, "victim", 10_000, 1, 0.01)
+    assert victim.stdout is not None
+    for line in victim.stdout:
+        if line.startswith("step 50"):
+            break
+    time.sleep(0.5)  # let the batch processor flush what it has (schedule delay is 0.1 s)
+    before = query(db, "SELECT count(*) FROM steps s JOIN runs r USING (run_id) WHERE r.agent = 'victim'")[0][0]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(10)
+    assert before >= 50
+    rows = query(db, "SELECT agent, status, n_steps FROM runs ORDER BY agent")
+    assert rows[0] == ("finished", "ok", 5)
+    assert rows[1][:2] == ("victim", "incomplete") and rows[1][2] >= before
+    # The killed writer left no half-written segment behind that anyone reads, and the store compacts.
+    Store(db).compact()
+    assert query(db, "SELECT count(*) FROM steps WHERE tool = 'echo'")[0][0] >= before + 5

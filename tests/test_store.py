@@ -59,7 +59,9 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
     for view, columns in EXPECTED_VIEWS.items():
         assert _columns(conn, view) == columns, view
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
-    assert conn.execute("SELECT version, name FROM schema_migrations").fetchall() == [(1, "initial")]
+    assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
+        (1, "initial"), (2, "run_totals")]
+    assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     conn.close()
     conn = duckdb.connect(str(db))
     assert migrate(conn) == 0  # idempotent: a second open applies nothing
@@ -149,3 +151,21 @@ def test_readers_see_pending_segments_and_wait_out_a_short_exclusive_hold(db: Pa
     assert query(db, "SELECT run_id, status FROM runs") == [("while-held", "incomplete")]
     assert time.monotonic() - started < 10
     holder.wait(10)
+
+
+def test_a_version_1_store_is_migrated_in_place_keeping_its_rows(db: Path) -> None:
+    from tracer.store.migrations import MIGRATIONS
+    from tracer.store.tables import SCHEMA_MIGRATIONS
+
+    conn = duckdb.connect(str(db))
+    conn.execute(SCHEMA_MIGRATIONS)
+    version, name, step = MIGRATIONS[0]
+    step(conn)
+    conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+    conn.execute("INSERT INTO run_records (run_id, recorded_at, agent, started_at, ended_at, status) "
+                 "VALUES ('old', now(), 'a', now(), now(), 'ok')")
+    conn.close()
+    assert query(db, "SELECT run_id, status, input_tokens FROM runs") == [("old", "ok", 0)]
+    conn = duckdb.connect(str(db), read_only=True)
+    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (SCHEMA_VERSION,)
+    conn.close()

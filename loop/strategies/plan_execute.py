@@ -76,7 +76,8 @@ def plan_and_execute(agent: Agent, task: str, *, replan: bool = False, max_steps
                                          f"max_steps={max_steps}")
             step = remaining.pop(0)
             index = len(done) + 1
-            child = tally.add(agent.run(step_task(task, index, step, done), parent=run, strategy=STEP_STRATEGY))
+            child = agent.run(step_task(task, index, step, done), parent=run, strategy=STEP_STRATEGY)
+            tally.add(child)
             if not child.ok:
                 return Stop(child.status, f"plan step {index} stopped with {child.status}: {child.error}")
             done.append((step, child.answer or ""))

@@ -23,8 +23,15 @@ def _m001_initial(conn: duckdb.DuckDBPyConnection) -> None:
         conn.execute(ddl)
 
 
+def _m002_run_totals(conn: duckdb.DuckDBPyConnection) -> None:
+    # Imported trajectories often know only a run's totals, not per-step usage.
+    for column, kind in (("input_tokens", "BIGINT"), ("output_tokens", "BIGINT"), ("cost_usd", "DOUBLE")):
+        conn.execute(f"ALTER TABLE run_records ADD COLUMN {column} {kind}")
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
+    (2, "run_totals", _m002_run_totals),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .tables import RECORD_TABLES, TABLES
+from .tables import RECORD_TABLES
 
 __all__ = [
     "segments_dir",
@@ -46,10 +46,13 @@ def segments_dir(store_path: str | os.PathLike[str]) -> Path:
 
 @functools.cache
 def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema of a base table, derived from its DDL so the two cannot disagree."""
+    """The Arrow schema of a base table at the current schema version, derived by migrating an
+    empty in-memory database, so segments and the DuckDB file cannot disagree."""
+    from .migrations import migrate
+
     conn = duckdb.connect()
     try:
-        conn.execute(TABLES[table])
+        migrate(conn)
         return conn.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
     finally:
         conn.close()

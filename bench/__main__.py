@@ -38,7 +38,9 @@ def _machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"benchmarks to run (default: {', '.join(BENCHMARKS)})"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a fast look")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = parser.parse_args(argv)
@@ -52,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     print("  ".join(f"{k} {v}" for k, v in machine.items()))
     print("ratio = looptrace / baseline; medians of alternating rounds measured in this one run")
 
-    report: dict[str, Any] = {"date": started.isoformat(), "quick": args.quick, "machine": machine, "benchmarks": {}}
+    report: dict[str, Any] = {
+        "date": started.isoformat(), "quick": args.quick, "machine": machine, "benchmarks": {}
+    }
     crashed = False
     for name in args.names or BENCHMARKS:
         module: ModuleType = importlib.import_module(f"bench.{name}")

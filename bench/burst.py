@@ -92,7 +92,8 @@ def run(quick: bool = False) -> list[Result]:
     stored_ours = min(f for f, _ in ours) * 100  # the worst round: one lost span is a miss
     stored_theirs = median([f for f, _ in theirs]) * 100
     note = (
-        f"{2 * steps + 1:,} spans ({steps:,} steps x 2 + the run span) x {ROUNDS} rounds; looptrace: worst round, "
+        f"{2 * steps + 1:,} spans ({steps:,} steps x 2 + the run span) x {ROUNDS} rounds; "
+        "looptrace: worst round, "
         f"baseline: median (rounds {', '.join(f'{f * 100:.1f}%' for f, _ in theirs)}); "
         f"wall time incl. shutdown: looptrace {median([t for _, t in ours]):.2f} s, "
         f"baseline {median([t for _, t in theirs]):.2f} s"

@@ -17,7 +17,9 @@ _A = TypeVar("_A")
 _B = TypeVar("_B")
 
 
-def alternate(rounds: int, looptrace: Callable[[], _A], baseline: Callable[[], _B]) -> tuple[list[_A], list[_B]]:
+def alternate(
+    rounds: int, looptrace: Callable[[], _A], baseline: Callable[[], _B]
+) -> tuple[list[_A], list[_B]]:
     """Run both measurements ``rounds`` times, swapping which goes first each round, so drift
     (a warming cache, a neighbour's job) is shared rather than charged to whichever ran second."""
     a: list[_A] = []

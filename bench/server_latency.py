@@ -95,5 +95,6 @@ def run(quick: bool = False) -> list[Result]:
     med_ours, med_theirs = statistics.median(ours), statistics.median(theirs)
     note = f"{calls} calls each, interleaved; p90: looptrace {_p90(ours):.2f} ms, stock {_p90(theirs):.2f} ms"
     return [
-        Result("median latency", "ms", med_ours, med_theirs, f"looptrace < {GOAL_MS:g} ms", med_ours < GOAL_MS, note)
+        Result("median latency", "ms", med_ours, med_theirs, f"looptrace < {GOAL_MS:g} ms",
+               med_ours < GOAL_MS, note)
     ]

@@ -4,8 +4,10 @@ Both sides write the same rows (those ``tracer.records.rows_for_spans`` makes fo
 with them in a DuckDB file on disk. looptrace goes the way a live process does: batches of 2048
 spans through ``DuckDBSpanExporter.export`` (spans to rows, rows to Arrow, one fsynced Parquet
 segment per batch), then ``Store.compact()`` absorbs the segments into the file. The baseline is
-the fastest plain route: one Arrow table per base table, ``INSERT ... SELECT`` into DuckDB,
-``CHECKPOINT``. Spans are made before the clock starts; so are both files' schemas.
+the plainest fast route: one Arrow table per base table, ``INSERT ... SELECT`` into DuckDB,
+``CHECKPOINT``. Spans are made before the clock starts; so are both files' schemas, and the
+baseline's rows. Turning spans into rows is part of ``export``, so it is charged to looptrace alone;
+the note prints what that conversion costs by itself.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tracer.manual import Run
 from tracer.records import from_readable, rows_for_spans
 from tracer.store import Store
 from tracer.store.segments import arrow_schema
-from tracer.store.tables import TABLES
+from tracer.store.migrations import migrate
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir
@@ -75,8 +77,9 @@ def _looptrace(spans: tuple[ReadableSpan, ...], tmp: Path, tag: int) -> float:
 def _baseline(rows: dict[str, list[dict[str, Any]]], n_spans: int, tmp: Path, tag: int) -> float:
     db = tmp / f"baseline-{tag}.duckdb"
     with duckdb.connect(str(db)) as conn:
-        for table in rows:
-            conn.execute(TABLES[table])
+        # The store's own migrations (TABLES' DDL plus later ALTERs), so both files hold the same
+        # columns and the rows fit ``arrow_schema`` exactly.
+        migrate(conn)
     schemas = {table: arrow_schema(table) for table in rows}
     t0 = time.perf_counter()
     conn = duckdb.connect(str(db))
@@ -98,11 +101,14 @@ def _baseline(rows: dict[str, list[dict[str, Any]]], n_spans: int, tmp: Path, ta
 def run(quick: bool = False) -> list[Result]:
     steps = 5_000 if quick else 50_000
     spans = make_spans(steps)
+    t0 = time.perf_counter()
     rows = rows_for_spans(from_readable(s) for s in spans)
+    convert = time.perf_counter() - t0  # inside looptrace's export; done untimed for the baseline
     counter = iter(range(1_000_000))
     with scratch_dir("store-write") as tmp:
         warm = make_spans(100)  # warm-up: cached Arrow schemas, DuckDB's JSON extension
-        _looptrace(warm, tmp, -1), _baseline(rows_for_spans(from_readable(s) for s in warm), len(warm), tmp, -1)
+        _looptrace(warm, tmp, -1)
+        _baseline(rows_for_spans(from_readable(s) for s in warm), len(warm), tmp, -1)
         ours, theirs = alternate(
             ROUNDS,
             lambda: _looptrace(spans, tmp, next(counter)),
@@ -112,8 +118,11 @@ def run(quick: bool = False) -> list[Result]:
     ratio = ours_rate / theirs_rate
     note = (
         f"{steps:,} steps ({len(spans):,} spans) x {ROUNDS} rounds, medians: "
-        f"looptrace {median(ours):.2f} s, baseline {median(theirs):.2f} s"
+        f"looptrace {median(ours):.2f} s, baseline {median(theirs):.2f} s; spans -> rows alone "
+        f"(from_readable + rows_for_spans, once, untimed) {convert:.2f} s"
     )
     return [
-        Result("write", "steps/s", ours_rate, theirs_rate, f"ratio >= {GOAL_RATIO:g}", ratio >= GOAL_RATIO, note)
+        Result(
+            "write", "steps/s", ours_rate, theirs_rate, f"ratio >= {GOAL_RATIO:g}", ratio >= GOAL_RATIO, note
+        )
     ]

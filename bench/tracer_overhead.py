@@ -94,7 +94,8 @@ def _baseline(steps: int) -> tuple[float, int]:
 
 def run(quick: bool = False) -> list[Result]:
     steps = 2_000 if quick else 20_000
-    _looptrace(200), _baseline(200)  # warm-up: imports, cached Arrow schemas, the DuckDB extension load
+    _looptrace(200)  # warm-up: imports, cached Arrow schemas, the DuckDB extension load
+    _baseline(200)
     ours, theirs = alternate(ROUNDS, lambda: _looptrace(steps), lambda: _baseline(steps))
     us_ours = median([t for t, _ in ours]) / steps * 1e6
     us_theirs = median([t for t, _ in theirs]) / steps * 1e6
@@ -106,5 +107,7 @@ def run(quick: bool = False) -> list[Result]:
         f"{flush_ms:.0f} ms of each run; baseline exported >= {exported:,} of {2 * steps + 1:,} spans"
     )
     return [
-        Result("per step", "us/step", us_ours, us_theirs, f"ratio <= {GOAL_RATIO:g}x", ratio <= GOAL_RATIO, note)
+        Result(
+            "per step", "us/step", us_ours, us_theirs, f"ratio <= {GOAL_RATIO:g}x", ratio <= GOAL_RATIO, note
+        )
     ]

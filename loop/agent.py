@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracer import Run, Step, Tracing
@@ -86,7 +86,7 @@ class Agent:
         state = _State(task, list(messages) if messages else [{"role": "user", "content": task}])
         pad = defences.Scratchpad() if self.scratchpad else None
         with self.tracing.run(self.name, task=task, model=self.model.name, parent=parent, strategy=strategy,
-                              links=links) as run:
+                              links=links, config=self.config()) as run:
             extra = [make(run) for make in self.tool_factories] + ([pad.tool()] if pad else [])
             toolbox = Toolbox([*self.tools, DONE, *extra])
             stop: Stop | None = None
@@ -100,6 +100,11 @@ class Agent:
             return RunResult(run.run_id, stop.status, stop.answer, state.steps, state.input_tokens,
                              state.output_tokens, state.cost_usd, state.messages,
                              None if stop.status == "ok" else stop.message, state.reflections)
+
+    def config(self) -> dict[str, Any]:
+        """What replay needs to run this loop again the same way."""
+        return {"system": self.system, "policy": asdict(self.policy), "tools": [t.name for t in self.tools],
+                "scratchpad": self.scratchpad, "agent": self.name}
 
     # -- one iteration ------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ class Tool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
-    run: Callable[..., str]  # called with the validated arguments as keyword arguments
+    run: Callable[..., str | ToolResult]  # called with the validated arguments as keyword arguments
 
     def spec(self) -> dict[str, Any]:
         """The tool as the Messages API ``tools`` entry."""
@@ -80,7 +80,8 @@ class Toolbox:
             detail = "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
             return ToolResult(f"Error: invalid arguments for {name}: {detail}", True, INVALID_ARGUMENTS)
         try:
-            return ToolResult(str(tool.run(**args)))
+            result = tool.run(**args)
+            return result if isinstance(result, ToolResult) else ToolResult(str(result))
         except ToolError as exc:
             return ToolResult(f"Error: {exc}", True, "tool_error")
         except Exception as exc:  # noqa: BLE001 - a tool's bug is an observation, never a crash

@@ -51,6 +51,7 @@ RUN_REPLAY_OF = "looptrace.run.replay_of"
 RUN_FORKED_FROM = "looptrace.run.forked_from"
 RUN_FORK_STEP = "looptrace.run.fork_step"
 RUN_PID = "looptrace.run.pid"
+RUN_CONFIG = "looptrace.run.config"
 STEP_INDEX = "looptrace.step.index"
 STEP_THOUGHT = "looptrace.step.thought"
 STEP_CONTEXT_TOKENS = "looptrace.step.context_tokens"
@@ -85,5 +86,6 @@ MOVED_TO_COLUMNS = frozenset(
         LLM_PARAMS,
         RUN_TASK,
         RUN_ANSWER,
+        RUN_CONFIG,
     }
 )

@@ -79,6 +79,7 @@ class Run(_SpanScope):
         source: str = "looptrace",
         strategy: str | None = None,
         links: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
         capture_content: bool = True,
     ) -> None:
         self.tracer = tracer
@@ -105,6 +106,7 @@ class Run(_SpanScope):
             c.GEN_AI_REQUEST_MODEL: model,
             c.RUN_PARENT_ID: parent.run_id if parent else None,
             c.RUN_STRATEGY: strategy,
+            c.RUN_CONFIG: to_json(config) if config is not None else None,
         }
         for key, value in (links or {}).items():
             optional[f"looptrace.run.{key}"] = value

@@ -38,11 +38,9 @@ class PlainSpan:
     scope: str | None = None
 
 
-def ts(ns: int | None) -> datetime | None:
-    """UTC timestamp (naive, as stored) from nanoseconds since the epoch."""
-    if ns is None:
-        return None
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).replace(tzinfo=None)
+def ts(ns: int | None) -> int | None:
+    """A stored timestamp (microseconds since the epoch, UTC) from nanoseconds; Arrow converts it."""
+    return None if ns is None else ns // 1000
 
 
 def from_readable(span: ReadableSpan) -> PlainSpan:
@@ -58,26 +56,25 @@ def from_readable(span: ReadableSpan) -> PlainSpan:
         end_ns=span.end_time,
         status_code=span.status.status_code.name,
         status_message=span.status.description,
-        attributes=dict(span.attributes or {}),
+        # Ended spans' attributes are immutable; copying the plain dict behind them is 10x faster.
+        attributes=dict(getattr(span.attributes, "_dict", span.attributes) or {}),
         events=[
-            {"name": e.name, "time": str(ts(e.timestamp)), "attributes": dict(e.attributes or {})}
+            {"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})}
             for e in span.events
         ],
-        resource=dict(span.resource.attributes) if span.resource else {},
+        resource=span.resource.attributes if span.resource else {},
         scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
     )
 
 
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+
+
 def _json_attr(value: Any) -> Any:
-    """Attributes holding JSON text are stored as that JSON; anything else is encoded."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-            return value
-        except ValueError:
-            return to_json(value)
+    """looptrace's JSON attributes are written by ``to_json``: store the text as it is."""
+    if value is None or isinstance(value, str):
+        return value
     return to_json(value)
 
 
@@ -111,7 +108,14 @@ def run_start_row(attrs: Mapping[str, Any], *, trace_id: str, span_id: str, star
         "trace_id": trace_id,
         "span_id": span_id,
         "pid": _int(attrs.get(c.RUN_PID)),
+        "attributes": _run_attributes(attrs),
     }
+
+
+def _run_attributes(attrs: Mapping[str, Any]) -> str | None:
+    """What a run records beyond the columns: its loop configuration (for replay)."""
+    config = attrs.get(c.RUN_CONFIG)
+    return to_json({"config": json.loads(config)}) if isinstance(config, str) else None
 
 
 def _run_end_row(s: PlainSpan) -> dict[str, Any]:
@@ -199,7 +203,7 @@ def _llm_row(s: PlainSpan) -> dict[str, Any]:
     }
 
 
-def _span_row(s: PlainSpan) -> dict[str, Any]:
+def _span_row(s: PlainSpan, resources: dict[int, str | None]) -> dict[str, Any]:
     kept = {k: v for k, v in s.attributes.items() if k not in c.MOVED_TO_COLUMNS}
     return {
         "trace_id": s.trace_id,
@@ -214,9 +218,17 @@ def _span_row(s: PlainSpan) -> dict[str, Any]:
         "run_id": s.attributes.get(c.RUN_ID),
         "attributes": to_json(kept),
         "events": to_json(s.events) if s.events else None,
-        "resource": to_json(s.resource) if s.resource else None,
+        "resource": _resource_json(s.resource, resources),
         "scope": s.scope,
     }
+
+
+def _resource_json(resource: Mapping[str, Any], cache: dict[int, str | None]) -> str | None:
+    """A batch's spans share one resource: encode it once."""
+    key = id(resource)
+    if key not in cache:
+        cache[key] = to_json(dict(resource)) if resource else None
+    return cache[key]
 
 
 _TYPED = {
@@ -228,8 +240,9 @@ _TYPED = {
 
 def rows_for_spans(spans: Iterable[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"spans": []}
+    resources: dict[int, str | None] = {}
     for s in spans:
-        out["spans"].append(_span_row(s))
+        out["spans"].append(_span_row(s, resources))
         op = str(s.attributes.get(c.GEN_AI_OPERATION))
         if s.attributes.get(c.RUN_ID) is None:
             continue  # not part of a looptrace run (e.g. the anthropic SDK's own span): `spans` only

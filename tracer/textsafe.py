@@ -54,6 +54,13 @@ def _plain(value: Any) -> Any:
 
 def to_json(value: Any) -> str:
     """JSON text for ``value``, never raising."""
+    try:
+        # The common case is plain JSON data with clean text: one C-speed pass.
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        if not _SURROGATE.search(text):
+            return text
+    except (TypeError, ValueError):
+        pass
     return json.dumps(_plain(value), ensure_ascii=False)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from tracer import Run, Step, Tracing
 from tracer.conversation import response_text, tool_uses
-from tracer.pricing import cost_usd
+from tracer.pricing import usage_of
 
 from . import defences
 from .model import Model, ModelError
@@ -60,14 +60,11 @@ class _State:
     since_reflection: int = 0
 
     def add_usage(self, model: str, response: Mapping[str, Any]) -> None:
-        usage = response.get("usage") or {}
-        fresh, out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        read, write = int(usage.get("cache_read_input_tokens") or 0), int(usage.get("cache_creation_input_tokens") or 0)
-        self.input_tokens += fresh + read + write
-        self.output_tokens += out
-        self.context_tokens = fresh + read + write
-        self.cost_usd += cost_usd(model, input_tokens=fresh, output_tokens=out, cache_read_tokens=read,
-                                  cache_creation_tokens=write)
+        usage = usage_of(response)
+        self.input_tokens += usage.total_input
+        self.output_tokens += usage.output_tokens
+        self.context_tokens = usage.total_input
+        self.cost_usd += usage.cost(model)
 
 
 @dataclass

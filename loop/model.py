@@ -62,6 +62,9 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _is_transient(exc: BaseException) -> bool:
+    response = getattr(exc, "response", None)
+    if response is not None and response.headers.get("x-should-retry") == "false":
+        return False  # the server says a retry cannot help
     if isinstance(exc, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
         return True
     if isinstance(exc, anthropic.APIStatusError):

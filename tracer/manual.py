@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import conventions as c
-from .pricing import cost_usd
+from .pricing import usage_of
 from .requests import RequestLog
 from .textsafe import clean_text, to_json
 
@@ -353,19 +353,13 @@ class LlmCall:
             return
         self.done = True
         msg = message.model_dump(mode="json") if hasattr(message, "model_dump") else dict(message)
-        usage = msg.get("usage") or {}
-        fresh = int(usage.get("input_tokens") or 0)
-        cache_read = int(usage.get("cache_read_input_tokens") or 0)
-        cache_write = int(usage.get("cache_creation_input_tokens") or 0)
-        output = int(usage.get("output_tokens") or 0)
-        total_in = fresh + cache_read + cache_write  # the GenAI conventions count cached input too
-        cost = cost_usd(self.model, input_tokens=fresh, output_tokens=output,
-                        cache_read_tokens=cache_read, cache_creation_tokens=cache_write)
+        usage = usage_of(msg)
+        total_in, output, cost = usage.total_input, usage.output_tokens, usage.cost(self.model)
         attrs: dict[str, Any] = {
             c.GEN_AI_USAGE_INPUT_TOKENS: total_in,
             c.GEN_AI_USAGE_OUTPUT_TOKENS: output,
-            c.GEN_AI_USAGE_CACHE_READ: cache_read,
-            c.GEN_AI_USAGE_CACHE_CREATION: cache_write,
+            c.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
+            c.GEN_AI_USAGE_CACHE_CREATION: usage.cache_creation_tokens,
             c.LLM_COST: cost,
             c.LLM_RETRIES: self.retries,
         }

@@ -6,10 +6,12 @@ registered prefix, so ``claude-sonnet-4-5-20250929`` is priced by ``claude-sonne
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from threading import Lock
+from typing import Any
 
-__all__ = ["Price", "PRICES", "set_price", "price_of", "cost_usd"]
+__all__ = ["Price", "PRICES", "set_price", "price_of", "cost_usd", "Usage", "usage_of"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +68,28 @@ def cost_usd(
         + cache_creation_tokens * price.cache_write
         + cache_read_tokens * price.cache_read
     ) / 1_000_000
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A response's token usage as Anthropic reports it (``input_tokens`` excludes the cache)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    @property
+    def total_input(self) -> int:
+        """Input tokens as the OTel GenAI conventions count them: cache reads and writes included."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    def cost(self, model: str | None) -> float:
+        return cost_usd(model, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                        cache_read_tokens=self.cache_read_tokens, cache_creation_tokens=self.cache_creation_tokens)
+
+
+def usage_of(response: Mapping[str, Any]) -> Usage:
+    u = response.get("usage") or {}
+    return Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0),
+                 int(u.get("cache_read_input_tokens") or 0), int(u.get("cache_creation_input_tokens") or 0))

@@ -19,18 +19,18 @@ from .self_consistency import self_consistency, vote
 from .tree_of_thoughts import PROPOSE_PREFIX, SCORE_PREFIX, parse_scores, tree_of_thoughts
 
 __all__ = [
+    "PLANNER_SYSTEM",
+    "PLAN_PREFIX",
+    "PROPOSE_PREFIX",
+    "REFLECT_PREFIX",
+    "REPLAN_PREFIX",
+    "SCORE_PREFIX",
+    "Check",
+    "parse_plan",
+    "parse_scores",
     "plan_and_execute",
     "reflexion",
     "self_consistency",
     "tree_of_thoughts",
-    "parse_plan",
-    "parse_scores",
     "vote",
-    "Check",
-    "PLANNER_SYSTEM",
-    "PLAN_PREFIX",
-    "REPLAN_PREFIX",
-    "REFLECT_PREFIX",
-    "PROPOSE_PREFIX",
-    "SCORE_PREFIX",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from tracer import Run, Step
 from tracer.conversation import response_text
-from tracer.pricing import cost_usd
+from tracer.pricing import usage_of
 
 from ..agent import Agent
 from ..model import ModelError
@@ -66,14 +66,10 @@ class Tally:
     children: list[RunResult] = field(default_factory=list)
 
     def charge(self, response: Mapping[str, Any]) -> None:
-        usage = response.get("usage") or {}
-        fresh, out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        read = int(usage.get("cache_read_input_tokens") or 0)
-        write = int(usage.get("cache_creation_input_tokens") or 0)
-        self.input_tokens += fresh + read + write
-        self.output_tokens += out
-        self.cost_usd += cost_usd(self.model, input_tokens=fresh, output_tokens=out, cache_read_tokens=read,
-                                  cache_creation_tokens=write)
+        usage = usage_of(response)
+        self.input_tokens += usage.total_input
+        self.output_tokens += usage.output_tokens
+        self.cost_usd += usage.cost(self.model)
 
     def add(self, child: RunResult) -> RunResult:
         self.children.append(child)

@@ -18,8 +18,18 @@ from ..agent import Agent
 from ..result import RunResult, Stop
 from ._common import Tally, model_step, numbered, parse_plan, request, run_strategy
 
-__all__ = ["plan_and_execute", "parse_plan", "plan_prompt", "replan_prompt", "step_task",
-           "PLANNER_SYSTEM", "PLAN_PREFIX", "REPLAN_PREFIX", "STRATEGY", "STEP_STRATEGY"]
+__all__ = [
+    "PLANNER_SYSTEM",
+    "PLAN_PREFIX",
+    "REPLAN_PREFIX",
+    "STEP_STRATEGY",
+    "STRATEGY",
+    "parse_plan",
+    "plan_and_execute",
+    "plan_prompt",
+    "replan_prompt",
+    "step_task",
+]
 
 STRATEGY = "plan_execute"
 STEP_STRATEGY = "plan_step"
@@ -60,7 +70,6 @@ def plan_and_execute(agent: Agent, task: str, *, replan: bool = False, max_steps
     Stops with ``max_iters`` when a plan (or revised plan) has more than ``max_steps`` steps in all,
     before running the step over the cap; with the failed step's status when a step does not finish.
     """
-
     if max_steps < 1:
         raise ValueError("max_steps must be at least 1")
 

@@ -18,8 +18,16 @@ from ..agent import Agent
 from ..result import RunResult, Stop
 from ._common import Tally, model_step, request, run_strategy
 
-__all__ = ["reflexion", "attempt_task", "reflect_prompt", "Check",
-           "REFLECT_PREFIX", "REFLECT_SYSTEM", "STRATEGY", "ATTEMPT_STRATEGY"]
+__all__ = [
+    "ATTEMPT_STRATEGY",
+    "REFLECT_PREFIX",
+    "REFLECT_SYSTEM",
+    "STRATEGY",
+    "Check",
+    "attempt_task",
+    "reflect_prompt",
+    "reflexion",
+]
 
 STRATEGY = "reflexion"
 ATTEMPT_STRATEGY = "attempt"

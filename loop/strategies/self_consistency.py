@@ -9,17 +9,17 @@ tally is recorded as a ``vote`` event on a parent step of its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from tracer import Run
+from tracer.textsafe import to_json
 
 from ..agent import Agent
 from ..result import RunResult, Stop
 from ._common import Tally, run_strategy
 
-__all__ = ["self_consistency", "vote", "normalize", "STRATEGY", "SAMPLE_STRATEGY"]
+__all__ = ["SAMPLE_STRATEGY", "STRATEGY", "normalize", "self_consistency", "vote"]
 
 STRATEGY = "self_consistency"
 SAMPLE_STRATEGY = "sample"
@@ -64,7 +64,7 @@ def self_consistency(agent: Agent, task: str, *, samples: int = 3, parallel: boo
         answers = [r.answer if r.ok else None for r in results]
         winner, counts = vote(answers)
         with run.step() as step:
-            step.event("vote", winner=winner, counts=json.dumps(counts, ensure_ascii=False),
+            step.event("vote", winner=winner, counts=to_json(counts),
                        samples=samples, voters=sum(counts.values()))
         if winner is None:
             last = results[-1]

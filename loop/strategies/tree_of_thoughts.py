@@ -11,20 +11,31 @@ can be read back from the store.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracer import Run
 from tracer.conversation import response_text
+from tracer.textsafe import to_json
 
 from ..agent import Agent
 from ..result import RunResult, Stop
 from ._common import Tally, ask, numbered, parse_plan, request, run_strategy
 
-__all__ = ["tree_of_thoughts", "parse_scores", "propose_prompt", "score_prompt", "execute_task",
-           "PROPOSE_PREFIX", "SCORE_PREFIX", "PROPOSE_SYSTEM", "SCORE_SYSTEM", "STRATEGY", "EXECUTE_STRATEGY"]
+__all__ = [
+    "EXECUTE_STRATEGY",
+    "PROPOSE_PREFIX",
+    "PROPOSE_SYSTEM",
+    "SCORE_PREFIX",
+    "SCORE_SYSTEM",
+    "STRATEGY",
+    "execute_task",
+    "parse_scores",
+    "propose_prompt",
+    "score_prompt",
+    "tree_of_thoughts",
+]
 
 STRATEGY = "tree_of_thoughts"
 EXECUTE_STRATEGY = "execute_path"
@@ -99,8 +110,8 @@ class _Search:
                 prompt = propose_prompt(self.task, path.thoughts, self.breadth)
                 reply = ask(step, self.agent, request(self.agent, PROPOSE_SYSTEM, prompt), self.tally)
                 candidates = parse_plan(response_text(reply))[: self.breadth]
-                step.event("candidates", level=level, path=json.dumps(path.thoughts),
-                           candidates=json.dumps(candidates))
+                step.event("candidates", level=level, path=to_json(path.thoughts),
+                           candidates=to_json(candidates))
             children = [_Path((*path.thoughts, c)) for c in candidates]
             if not candidates:
                 continue
@@ -110,9 +121,9 @@ class _Search:
                 prompt = score_prompt(self.task, path.thoughts, candidates)
                 reply = ask(step, self.agent, request(self.agent, SCORE_SYSTEM, prompt), self.tally)
                 scores = parse_scores(response_text(reply), len(candidates))
-                step.event("scores", level=level, path=json.dumps(path.thoughts),
-                           candidates=json.dumps(candidates), scores=json.dumps(scores))
-            scored += [_Path(p.thoughts, s) for p, s in zip(children, scores)]
+                step.event("scores", level=level, path=to_json(path.thoughts),
+                           candidates=to_json(candidates), scores=to_json(scores))
+            scored += [_Path(p.thoughts, s) for p, s in zip(children, scores, strict=True)]
         return scored, [], False
 
     def budget_stop(self, level: int) -> bool:

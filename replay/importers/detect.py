@@ -1,0 +1,100 @@
+"""Which format a file is in: by extension first, then by the keys its JSON holds.
+
+Folder names are never consulted: a folder of downloads mixes formats. Reading is strict (UTF-8,
+complete gzip, valid JSON) so a damaged file is reported with a reason instead of importing a
+silently shortened run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from .errors import TrajectoryFormatError
+from .generic_chat import is_message, messages_of
+from .openai_chat import is_episode
+from .text import content_text
+
+__all__ = ["FORMATS", "MAX_BYTES", "detect", "is_candidate", "read_document"]
+
+FORMATS = ("swe-agent", "mini-swe-agent", "openai-chat", "chat")
+MAX_BYTES = 1 << 30  # a trajectory bigger than 1 GiB (decompressed) is refused rather than read into memory
+_READ_SUFFIXES = (".json", ".traj", ".json.gz", ".traj.gz")
+_BASH_BLOCK = re.compile(r"```bash\s*\n")
+
+
+def is_candidate(path: Path) -> bool:
+    """Worth opening: other files (README.md, labels.csv) are skipped without reading them."""
+    return path.name.lower().endswith(_READ_SUFFIXES)
+
+
+def read_document(path: Path) -> Any:
+    """The parsed JSON of ``path`` (gunzipped when it ends in ``.gz``), or a reason it cannot be read."""
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                raw = f.read(MAX_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_BYTES + 1)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise TrajectoryFormatError(f"not a readable gzip file ({exc})") from exc
+    except OSError as exc:
+        raise TrajectoryFormatError(f"cannot read the file ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_BYTES:
+        raise TrajectoryFormatError(f"larger than {MAX_BYTES >> 20} MiB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        raise TrajectoryFormatError(reason) from exc
+    if not text.strip():
+        raise TrajectoryFormatError("empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        reason = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise TrajectoryFormatError(reason) from exc
+    except RecursionError as exc:
+        raise TrajectoryFormatError("invalid JSON: nested too deeply") from exc
+
+
+def _has_tool_traffic(messages: list[Any]) -> bool:
+    return any(
+        isinstance(m, dict) and (m.get("role") == "tool" or bool(m.get("tool_calls")) or "function_call" in m)
+        for m in messages
+    )
+
+
+def _is_mini(data: dict[str, Any], name: str) -> bool:
+    if name.endswith(".traj.json") or str(data.get("trajectory_format", "")).startswith("mini-swe-agent"):
+        return True
+    info = data.get("info")
+    return isinstance(info, dict) and "exit_status" in info and any(
+        isinstance(m, dict) and m.get("role") == "assistant"
+        and _BASH_BLOCK.search(content_text(m.get("content"))) is not None
+        for m in data["messages"]
+    )
+
+
+def detect(path: Path, data: Any) -> str:
+    """One of ``FORMATS`` for a file's parsed JSON, or ``TrajectoryFormatError("unknown format")``."""
+    name = path.name.lower()
+    if name.endswith((".traj", ".traj.gz")):
+        return "swe-agent"
+    if isinstance(data, dict) and isinstance(data.get("trajectory"), list):
+        return "swe-agent"
+    if isinstance(data, dict) and isinstance(data.get("messages"), list) and _is_mini(data, name):
+        return "mini-swe-agent"
+    if isinstance(data, dict) and isinstance(data.get("traj"), list):
+        return "openai-chat"
+    if isinstance(data, list) and data and all(is_episode(item) for item in data):
+        return "openai-chat"
+    messages = messages_of(data)
+    if messages and all(is_message(m) for m in messages):
+        return "openai-chat" if _has_tool_traffic(messages) else "chat"
+    raise TrajectoryFormatError("unknown format")

@@ -1,0 +1,150 @@
+"""Importing files and folders of trajectories into a store.
+
+Every file is parsed whole into ``Trajectory`` values before anything is written, so a damaged file
+is skipped with a reason and never half-imported. Parsed files are written ``BATCH_FILES`` at a time
+(one store transaction each: opening the store per file would dominate the run time); when a batch
+fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
+(``StoreError``) stops an import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracer.store import Store, StoreError
+
+from .importers import TrajectoryFormatError, is_candidate, parse_file
+from .trajectory import Trajectory, write_trajectories
+
+__all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths"]
+
+BATCH_FILES = 50
+
+NOT_A_TRAJECTORY = "not a trajectory file"
+PRESENT_RUNS = "SELECT run_id FROM run_records WHERE source IN (SELECT unnest(?::VARCHAR[]))"
+
+
+@dataclass
+class ImportReport:
+    files_seen: int = 0
+    runs_imported: int = 0
+    runs_present: int = 0  # already in the store: skipped as duplicates
+    steps_imported: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    by_format: dict[str, int] = field(default_factory=dict)  # runs found per format, imported or present
+
+    @property
+    def ok(self) -> bool:
+        """Something was imported, or everything importable was already there."""
+        return self.runs_imported + self.runs_present > 0
+
+
+# Called after each file with (files done, files in all, the report so far).
+Progress = Callable[[int, int, ImportReport], None]
+
+
+def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every file under ``paths`` (folders recursively, symlinked folders not followed), absolute and
+    without repeats, in a stable order; and the paths that do not exist."""
+    files: dict[Path, None] = {}
+    missing: list[tuple[str, str]] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for folder, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    files.setdefault(Path(folder, name).resolve(), None)
+        elif path.exists():
+            files.setdefault(path.resolve(), None)
+        else:
+            missing.append((str(path), "no such file or folder"))
+    return list(files), missing
+
+
+def _parse(path: Path) -> tuple[str, list[Trajectory]] | str:
+    """(format, runs), or the reason the file is skipped."""
+    if not is_candidate(path):
+        return NOT_A_TRAJECTORY
+    try:
+        return parse_file(path)
+    except TrajectoryFormatError as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply to read"
+    except Exception as exc:  # noqa: BLE001 - whatever a strange file does, the import goes on
+        return f"could not be parsed ({type(exc).__name__}: {exc})"
+
+
+class _Writer:
+    """Writes parsed files in batches and keeps the counts exact."""
+
+    def __init__(self, store: Store, report: ImportReport, present: set[str]) -> None:
+        self.store, self.report, self.present = store, report, present
+        self.batch: list[tuple[Path, list[Trajectory]]] = []
+
+    def add(self, path: Path, runs: list[Trajectory]) -> None:
+        self.batch.append((path, runs))
+        if len(self.batch) >= BATCH_FILES:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        runs = [t for _, ts in batch for t in ts]
+        if not any(t.run_id not in self.present for t in runs):
+            self.report.runs_present += len(runs)
+            return
+        try:
+            self._write(runs)
+        except StoreError:
+            raise
+        except Exception:  # noqa: BLE001 - retried file by file below, where the culprit is named
+            for path, ts in batch:
+                try:
+                    self._write(ts)
+                except StoreError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
+                    reason = f"could not be stored ({type(exc).__name__}: {exc})"
+                    self.report.skipped.append((str(path), reason))
+
+    def _write(self, runs: list[Trajectory]) -> None:
+        fresh = {t.run_id: t for t in runs if t.run_id not in self.present}
+        written, present = write_trajectories(self.store, runs)
+        self.report.runs_imported += written
+        self.report.runs_present += present
+        self.report.steps_imported += sum(len({s.step for s in t.steps}) for t in fresh.values())
+        self.present.update(fresh)
+
+
+def _present_runs(store: Store, sources: list[str]) -> set[str]:
+    if not sources:
+        return set()
+    with store.writer() as conn:
+        return {r[0] for r in conn.execute(PRESENT_RUNS, [sources]).fetchall()}
+
+
+def import_paths(
+    store: Store, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None
+) -> ImportReport:
+    """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
+    files, missing = collect_files(paths)
+    report = ImportReport(files_seen=len(files), skipped=list(missing))
+    writer = _Writer(store, report, _present_runs(store, [str(f) for f in files if is_candidate(f)]))
+    for done, path in enumerate(files, 1):
+        parsed = _parse(path)
+        if isinstance(parsed, str):
+            report.skipped.append((str(path), parsed))
+        else:
+            fmt, runs = parsed
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(runs)
+            writer.add(path, runs)
+        if progress is not None and done < len(files):
+            progress(done, len(files), report)
+    writer.flush()
+    if progress is not None and files:
+        progress(len(files), len(files), report)  # the last call sees the final counts
+    return report

@@ -1,0 +1,64 @@
+"""Messages the viewer's thread workers post back to their screen (plain data inside)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from tracer.sql import QueryResult
+
+from .data import RunDetail, RunPage, StepDetail
+
+__all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "StepLoaded", "QueryDone", "PagerReady", "LoadFailed"]
+
+
+class RunsLoaded(Message):
+    def __init__(self, page: RunPage) -> None:
+        super().__init__()
+        self.page = page
+
+
+class RunLoaded(Message):
+    def __init__(self, run_id: str, detail: RunDetail | None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.detail = detail
+
+
+class ActionsLoaded(Message):
+    """The original's actions, for finding where a replay or fork diverges."""
+
+    def __init__(self, original: str, actions: list[tuple[int, str | None]]) -> None:
+        super().__init__()
+        self.original = original
+        self.actions = actions
+
+
+class StepLoaded(Message):
+    def __init__(self, run_id: str, step: int, detail: StepDetail | None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.step = step
+        self.detail = detail
+
+
+class QueryDone(Message):
+    def __init__(self, result: QueryResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class PagerReady(Message):
+    """The whole text of a step, written (escaped) to ``path`` for ``$PAGER``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class LoadFailed(Message):
+    def __init__(self, what: str, error: str) -> None:
+        super().__init__()
+        self.what = what
+        self.error = error

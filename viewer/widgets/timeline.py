@@ -1,0 +1,65 @@
+"""A run's step timeline: one line per step, keyed by step number; the diagnosed steps marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from ..data import TimelineStep
+from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
+from ..safe import safe
+from .synced_table import SyncedTable
+
+__all__ = ["Timeline", "step_cells", "HIGHLIGHT"]
+
+HIGHLIGHT = "bold black on yellow"  # steps named by the primary diagnosis
+COLUMNS = (("step", True), ("", False), ("tool", False), ("args", False), ("obs", True), ("tokens", True),
+           ("context", True), ("cost", True), ("error", False))
+
+
+def _tools(s: TimelineStep) -> str:
+    named = [t for t in s.tools if t is not None]
+    if not named:
+        return "(answer)"
+    if len(set(named)) == 1 and len(named) > 1:
+        return f"{named[0]} ×{len(named)}"
+    return ", ".join(named)
+
+
+def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]:
+    marked = diagnosed is not None and diagnosed[0] <= s.step <= diagnosed[1]
+    args = short_args(s.args[0] if s.args else None, 40)
+    if len(s.args) > 1:
+        args += f" +{len(s.args) - 1}"
+    error = ""
+    if s.is_error:
+        error = "✗ " + (", ".join(s.error_types) or "error")
+    return [
+        Text(f"{s.step}", justify="right", style=HIGHLIGHT if marked else ""),
+        Text("◆" if marked else " ", style="yellow"),
+        safe(_tools(s), newlines=False, width=28),
+        safe(args, newlines=False, width=44),
+        Text(fmt_bytes(s.observation_bytes), justify="right"),
+        Text(fmt_int(s.input_tokens + s.output_tokens), justify="right"),
+        Text(fmt_int(s.context_tokens), justify="right"),
+        Text(fmt_cost(s.cost_usd), justify="right"),
+        safe(error, newlines=False, width=32, style="bold red"),
+    ]
+
+
+class Timeline(SyncedTable):
+    def on_mount(self) -> None:
+        for heading, numeric in COLUMNS:
+            self.add_column(Text(heading, justify="right" if numeric else "left"), key=heading or "mark")
+
+    def show(self, steps: Sequence[TimelineStep], diagnosed: tuple[int, int] | None) -> None:
+        self.sync([(str(s.step), step_cells(s, diagnosed)) for s in steps])
+
+    @property
+    def current_step(self) -> int | None:
+        key = self.current_key
+        return int(key) if key is not None else None
+
+    def move_to_step(self, step: int) -> bool:
+        return self.move_to_key(str(step))

@@ -17,7 +17,7 @@ import duckdb
 from tracer.requests import rebuild_requests
 from tracer.store import Store
 
-__all__ = ["RecordingError", "RecordedCall", "RecordedTool", "Recording", "load_recording"]
+__all__ = ["RecordingError", "RecordedCall", "RecordedTool", "Recording", "load_recording", "resolve_run"]
 
 
 class RecordingError(Exception):
@@ -91,7 +91,7 @@ FROM tool_call_records WHERE run_id = ? ORDER BY step, call_index
 """
 
 
-def _resolve(conn: duckdb.DuckDBPyConnection, run_id: str) -> str:
+def resolve_run(conn: duckdb.DuckDBPyConnection, run_id: str) -> str:
     rows = conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? || '%' LIMIT 2", [run_id]).fetchall()
     if not rows:
         raise RecordingError(f"no run {run_id!r} in this store")
@@ -102,7 +102,7 @@ def _resolve(conn: duckdb.DuckDBPyConnection, run_id: str) -> str:
 
 def load_recording(store: Store, run_id: str) -> Recording:
     with store.reader(locked_down=False) as conn:
-        run_id = _resolve(conn, run_id)
+        run_id = resolve_run(conn, run_id)
         run = conn.execute(_RUN_SQL, [run_id]).fetchone()
         calls = conn.execute(_CALLS_SQL, [run_id]).fetchall()
         tools = conn.execute(_TOOLS_SQL, [run_id]).fetchall()

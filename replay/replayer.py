@@ -147,6 +147,10 @@ class ReplayReport:
         elif m.drift is None:
             last = r.steps if r.status == o.status else min(r.steps, o.n_steps)
             out.append(f"identical through step {last}")
+        elif m.strict:
+            out.append(f"diverged at step {m.drift_step}: needs a live model (give --base-url, or set "
+                       "ANTHROPIC_API_KEY, to continue from there)")
+            return out
         if self.policy_changes:
             saved_steps = o.n_steps - r.steps
             out.append("what-if " + ", ".join(f"{k}={v}" for k, v in self.policy_changes.items())

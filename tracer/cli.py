@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 __all__ = ["main", "build_parser", "add_command"]
 
-COMMAND_MODULES = ("tracer.commands", "loop.commands", "replay.commands", "viewer.commands")
+COMMAND_MODULES = (
+    "tracer.commands", "loop.commands", "replay.commands", "replay.replay_commands", "viewer.commands",
+)
 
 
 def add_command(

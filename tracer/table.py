@@ -55,7 +55,7 @@ def write_rows(
     out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table"
 ) -> None:
     if fmt == "csv":
-        writer = csv.writer(out)
+        writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([["" if v is None else v for v in r] for r in rows])
     elif fmt == "json":

@@ -1,0 +1,82 @@
+"""Diffing two runs: align their actions (longest common subsequence over tool + canonical args),
+find the first divergent decision, and compare steps' tokens, cost and latency (pure functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL"]
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    step: int
+    action: str  # tool + canonical arguments of the step's calls ("" for a step without a tool)
+    tokens: int
+    cost_usd: float
+    latency_ms: int
+
+
+@dataclass(frozen=True)
+class Aligned:
+    a: StepFacts | None
+    b: StepFacts | None
+
+    @property
+    def same(self) -> bool:
+        return self.a is not None and self.b is not None and self.a.action == self.b.action
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    pairs: list[Aligned]
+    first_divergence: int | None  # index into pairs
+
+    @property
+    def common(self) -> int:
+        return sum(p.same for p in self.pairs)
+
+
+def align(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
+    n, m = len(a), len(b)
+    lcs = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if a[i].action == b[j].action else max(lcs[i + 1][j], lcs[i][j + 1])
+    out, i, j = [], 0, 0
+    while i < n or j < m:
+        if i < n and j < m and a[i].action == b[j].action:
+            out.append(Aligned(a[i], b[j]))
+            i, j = i + 1, j + 1
+        elif j < m and (i == n or lcs[i][j + 1] >= lcs[i + 1][j]):
+            out.append(Aligned(None, b[j]))
+            j += 1
+        else:
+            out.append(Aligned(a[i], None))
+            i += 1
+    return out
+
+
+def diff_runs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> RunDiff:
+    pairs = align(a, b)
+    first = next((k for k, p in enumerate(pairs) if not p.same), None)
+    return RunDiff(pairs, first)
+
+
+# One row per step: the step's actions in call order, its tokens and cost, and its model latency.
+STEP_FACTS_SQL = """
+SELECT s.step,
+       string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(s.args AS VARCHAR), ''), ' | '
+                  ORDER BY s.call_index) AS action,
+       sum(s.input_tokens + s.output_tokens) AS tokens, sum(s.cost_usd) AS cost_usd,
+       coalesce((SELECT sum(l.latency_ms) FROM llm_calls l WHERE l.run_id = s.run_id AND l.step = s.step), 0)
+FROM steps s WHERE s.run_id = ? GROUP BY s.run_id, s.step ORDER BY s.step
+"""
+
+
+def load_step_facts(conn: duckdb.DuckDBPyConnection, run_id: str) -> list[StepFacts]:
+    return [StepFacts(int(r[0]), str(r[1]).strip(), int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0))
+            for r in conn.execute(STEP_FACTS_SQL, [run_id]).fetchall()]

@@ -1,0 +1,55 @@
+"""``looptrace export-test``: a pytest file that replays a run offline from a cassette and asserts
+its invariants (same final status, same tool sequence, at most N tool calls, no stagnation unless
+the original stagnated). It needs no API key and no store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .cassette import save_cassette
+from .recording import Recording
+
+__all__ = ["export_test", "TEMPLATE"]
+
+TEMPLATE = '''"""Regression test exported by looptrace from run {run_id} ({agent}: {task!r}).
+
+Replays the run offline from {cassette_name} and checks that the loop still behaves the same.
+"""
+
+from pathlib import Path
+
+from replay.cassette import load_cassette
+from replay.replayer import replay
+from tracer import Tracing
+
+CASSETTE = Path(__file__).with_name({cassette_name!r})
+
+
+def test_run_{short_id}_replays_the_same(tmp_path):
+    recording = load_cassette(CASSETTE)
+    with Tracing(tmp_path / "replay.duckdb") as tracing:
+        report = replay(recording, tracing)
+    result = report.result
+    assert report.model.drift is None, report.model.drift
+    assert result.status == {status!r}
+    tools = [block["name"] for message in result.messages if message["role"] == "assistant"
+             for block in message["content"] if block.get("type") == "tool_use"]
+    assert tools == {tools!r}
+    assert len(tools) <= {max_tool_calls}
+    assert {stagnated!r} or result.status != "stagnated"
+'''
+
+
+def export_test(recording: Recording, test_path: str | Path) -> tuple[Path, Path]:
+    test_path = Path(test_path)
+    cassette = test_path.with_name(test_path.stem + ".cassette.json")
+    test_path.parent.mkdir(parents=True, exist_ok=True)
+    save_cassette(recording, cassette)
+    tools = [block["name"] for call in recording.calls if call.response
+             for block in call.response.get("content", []) if block.get("type") == "tool_use"]
+    test_path.write_text(TEMPLATE.format(
+        run_id=recording.run_id, agent=recording.agent, task=recording.task[:80], cassette_name=cassette.name,
+        short_id=recording.run_id[:8], status=recording.status, tools=tools, max_tool_calls=len(tools),
+        stagnated=recording.status == "stagnated",
+    ))
+    return test_path, cassette

@@ -1,0 +1,114 @@
+"""One run: summary, step timeline, diagnosis, context and cost charts; refreshes while it runs."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer
+
+from tracer.store import Store
+
+from ..data import RunDetail, load_run, primary_range
+from ..messages import RunLoaded
+from ..safe import safe
+from ..widgets import DiagnosisPanel, RunCharts, RunSummary, Timeline, TitleBar
+from .base import ViewerScreen
+
+__all__ = ["RunScreen"]
+
+
+class RunScreen(ViewerScreen):
+    NAME = "run"
+    HELP = (
+        "One line per step: tool, arguments, observation size, tokens, context size, cost, errors.\n"
+        "Steps named by the primary diagnosis are marked ◆ with a yellow step number.\n"
+        "The run refreshes on its own while it is still running (status incomplete)."
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_step", "Open step"),
+        Binding("e", "evidence", "Evidence"),
+        Binding("t", "step_through", "Step through"),
+        Binding("c", "children", "Children"),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, store: Store, run_id: str, *, refresh_seconds: float | None = 2.0) -> None:
+        super().__init__(store, refresh_seconds=refresh_seconds)
+        self.run_id = run_id
+        self.detail: RunDetail | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(str(self.store.path), "run", self.run_id[:12])
+        yield RunSummary(id="run-summary")
+        with Horizontal(id="run-body"):
+            yield Timeline(id="timeline")
+            yield DiagnosisPanel(id="diagnosis")
+        yield RunCharts(id="charts")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Timeline).focus()
+        self.reload()
+        if self.refresh_seconds:
+            self.set_interval(self.refresh_seconds, self._tick)
+
+    def _tick(self) -> None:
+        # A finished run does not change (until it is analysed again); a running one gains steps.
+        if self.is_current and (self.detail is None or self.detail.run.status == "incomplete"):
+            self.reload()
+
+    def reload(self) -> None:
+        self.load("run", "loading the run", partial(load_run, self.store, self.run_id),
+                  partial(RunLoaded, self.run_id))
+
+    def on_run_loaded(self, message: RunLoaded) -> None:
+        detail = message.detail
+        if detail is None:
+            self.query_one(RunSummary).update(safe(f"no run {self.run_id} in this store"))
+            return
+        self.detail = detail
+        self.query_one(RunSummary).show(detail)
+        self.query_one(Timeline).show(detail.steps, primary_range(detail.diagnoses))
+        self.query_one(DiagnosisPanel).show(detail.diagnoses)
+        self.query_one(RunCharts).show(detail.steps)
+
+    def action_evidence(self) -> None:
+        if self.detail is None:
+            return
+        primary = self.detail.primary
+        if primary is None or primary.first_step is None:
+            self.notify("no diagnosis names a step: run `looptrace analyze`", markup=False)
+            return
+        timeline = self.query_one(Timeline)
+        timeline.move_to_step(primary.first_step)
+        timeline.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_step()
+
+    def action_open_step(self) -> None:
+        from .step import StepScreen
+
+        step = self.query_one(Timeline).current_step
+        if step is not None and self.detail is not None:
+            self.app.push_screen(StepScreen(self.store, self.run_id, step, [s.step for s in self.detail.steps]))
+
+    def action_step_through(self) -> None:
+        from .replay import ReplayScreen
+
+        if self.detail is not None:
+            self.app.push_screen(ReplayScreen(self.store, self.run_id, self.query_one(Timeline).current_step))
+
+    def action_children(self) -> None:
+        from .runs import RunsScreen
+
+        if self.detail is None or not self.detail.children:
+            self.notify("this run has no sub-agents, replays or forks")
+            return
+        self.app.push_screen(RunsScreen(self.store, parent=self.run_id, parent_name=self.detail.run.agent or "",
+                                        refresh_seconds=self.refresh_seconds))

@@ -1,0 +1,51 @@
+"""A run's header: agent, status, task and totals, and its links to other runs."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..badges import status_badge
+from ..data import RunDetail
+from ..format import fmt_cost, fmt_int, fmt_seconds, fmt_time
+from ..safe import safe
+
+__all__ = ["RunSummary", "summary_text"]
+
+
+def summary_text(d: RunDetail) -> Text:
+    r = d.run
+    text = Text.assemble(
+        safe(r.agent, newlines=False, width=60, style="bold"), "  ", status_badge(r.status, solid=True),
+        ("  run ", "dim"), safe(r.run_id, newlines=False), ("  model ", "dim"), safe(r.model, newlines=False, width=40),
+        ("  started ", "dim"), fmt_time(r.started_at),
+    )
+    text.append("\ntask  ", style="dim")
+    text.append_text(safe(r.task, newlines=False, width=300))
+    text.append(
+        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls · tokens {fmt_int(r.input_tokens)} in"
+        f" / {fmt_int(r.output_tokens)} out · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
+    )
+    if d.children:
+        text.append(f" · {d.children} child run{'s' if d.children != 1 else ''} (c)")
+    if d.more_steps:
+        text.append(f" · timeline shows the first {len(d.steps):,} steps", style="yellow")
+    links = [("parent", r.parent_run_id), ("replay of", r.replay_of), ("forked from", r.forked_from)]
+    for name, value in links:
+        if value:
+            text.append(f"\n{name} ", style="dim")
+            text.append_text(safe(value, newlines=False))
+            if name == "forked from" and r.fork_step is not None:
+                text.append(f" at step {r.fork_step}", style="dim")
+    if r.error:
+        text.append("\nerror  ", style="bold red")
+        text.append_text(safe(r.error, newlines=False, width=300))
+    elif r.answer:
+        text.append("\nanswer  ", style="dim")
+        text.append_text(safe(r.answer, newlines=False, width=300))
+    return text
+
+
+class RunSummary(Static):
+    def show(self, detail: RunDetail) -> None:
+        self.update(summary_text(detail))

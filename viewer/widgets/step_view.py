@@ -1,0 +1,115 @@
+"""One step in full: thought, each tool call (pretty arguments, observation), model calls, events.
+
+Text arrives already cut to ``data.TEXT_CAP`` characters per field; what was cut is announced
+where it was cut ("N bytes not shown") and the whole text is one key away in ``$PAGER``. A step
+with many parallel calls also shares a display budget, so the view stays quick to lay out.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from ..badges import status_badge
+from ..data import TEXT_CAP, ModelCall, StepDetail, ToolCallDetail
+from ..format import fmt_bytes, fmt_cost, fmt_int, fmt_time, pretty_json
+from ..safe import safe
+
+__all__ = ["StepView", "step_text", "DISPLAY_BUDGET"]
+
+DISPLAY_BUDGET = 4 * TEXT_CAP  # characters of observations shown for one step, all calls together
+
+
+def _heading(title: str) -> Text:
+    return Text(f"\n── {title} ", style="bold cyan").append("─" * max(0, 60 - len(title)), style="dim cyan")
+
+
+def _cut_notice(hidden: int) -> Text:
+    return Text(f"\n… {hidden:,} bytes not shown: press o to open the whole text in $PAGER",
+                style="bold yellow")
+
+
+def _field(value: str | None, total_bytes: int, budget: int | None = None) -> Text:
+    shown = value or ""
+    if budget is not None and len(shown) > budget:
+        shown = shown[:budget]
+    text = Text("\n").append_text(safe(shown))
+    hidden = total_bytes - len(shown.encode())
+    if hidden > 0:
+        text.append_text(_cut_notice(hidden))
+    return text
+
+
+def _call(c: ToolCallDetail, budget: int) -> Text:
+    title = f"call {c.call_index}: {c.tool}" if c.tool is not None else "no tool call (final answer)"
+    text = _heading(title)
+    if c.tool_call_id:
+        text.append("\nid ", style="dim").append_text(safe(c.tool_call_id, newlines=False))
+    if c.is_error:
+        text.append("\n").append_text(status_badge("error", solid=True)).append(" ")
+        text.append_text(safe(c.error_type or "error", newlines=False, style="bold red"))
+    if c.args is not None:
+        text.append("\narguments", style="dim")
+        cut = c.args_bytes > len(c.args.encode())
+        text.append_text(_field(c.args if cut else pretty_json(c.args), c.args_bytes if cut else 0))
+    if c.observation is not None or c.observation_bytes:
+        text.append(f"\nobservation ({fmt_bytes(c.observation_bytes) or '0 B'})", style="dim")
+        text.append_text(_field(c.observation, c.observation_bytes, budget))
+    return text
+
+
+def _model_call(m: ModelCall) -> Text:
+    text = Text("\n")
+    text.append_text(safe(m.model, newlines=False))
+    if m.response_model and m.response_model != m.model:
+        text.append(" → ").append_text(safe(m.response_model, newlines=False))
+    text.append(" · stop ").append_text(safe(m.stop_reason or "?", newlines=False, style="bold"))
+    text.append(
+        f" · {fmt_int(m.input_tokens)} in / {fmt_int(m.output_tokens)} out"
+        f" (cache read {fmt_int(m.cache_read_tokens or 0)}, write {fmt_int(m.cache_creation_tokens or 0)})"
+        f" · {fmt_int(m.latency_ms)} ms · {m.retries or 0} retries · {fmt_cost(m.cost_usd)}"
+    )
+    if m.error:
+        text.append("\nerror ", style="bold red").append_text(safe(m.error))
+    return text
+
+
+def step_text(d: StepDetail) -> Text:
+    text = Text(f"step {d.step}", style="bold")
+    text.append(
+        f"  {fmt_time(d.started_at)} · tokens {fmt_int(d.input_tokens)} in / {fmt_int(d.output_tokens)} out"
+        f" · context {fmt_int(d.context_tokens)} · {fmt_cost(d.cost_usd)}", style="dim",
+    )
+    if d.hidden_bytes:
+        text.append_text(_cut_notice(d.hidden_bytes))
+    text.append_text(_heading("thought"))
+    text.append_text(_field(d.thought, d.thought_bytes) if d.thought else Text("\n(none)", style="dim"))
+    budget = DISPLAY_BUDGET
+    for c in d.calls:
+        text.append_text(_call(c, max(0, budget)))
+        budget -= len(c.observation or "")
+    if d.more_calls:
+        text.append(f"\n… more than {len(d.calls)} tool calls: the rest are in the pager (o)", style="yellow")
+    text.append_text(_heading("model call"))
+    if not d.model_calls:
+        text.append("\n(none recorded)", style="dim")
+    for m in d.model_calls:
+        text.append_text(_model_call(m))
+    if d.more_model_calls:
+        text.append(f"\n… more than {len(d.model_calls)} model calls", style="yellow")
+    if d.events and d.events not in ("[]", "null"):
+        text.append_text(_heading("events"))
+        text.append("\n").append_text(safe(pretty_json(d.events)))
+    return text
+
+
+class StepView(VerticalScroll):
+    def compose(self) -> ComposeResult:
+        yield Static(Text("loading…", style="dim"), id="step-text")
+
+    def show(self, detail: StepDetail | None, missing: str = "no such step") -> None:
+        body = step_text(detail) if detail is not None else Text(missing, style="dim")
+        self.query_one("#step-text", Static).update(body)
+        self.scroll_home(animate=False)

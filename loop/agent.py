@@ -167,7 +167,7 @@ class Agent:
             trimmed = defences.trim(result.text, self.policy.max_observation_bytes)
             if trimmed.cut_bytes:
                 step.event("trim", tool=name, call_index=index, cut_bytes=trimmed.cut_bytes,
-                           kept_bytes=self.policy.max_observation_bytes)
+                           kept_bytes=len(result.text.encode("utf-8")) - trimmed.cut_bytes)
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": trimmed.text}
             if result.is_error:
                 block["is_error"] = True

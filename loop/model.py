@@ -47,8 +47,8 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay)
-        raw = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
-        return max(0.0, raw * (1 + random.uniform(-self.jitter, self.jitter)))
+        raw = self.base_delay * (2 ** (attempt - 1))
+        return min(self.max_delay, max(0.0, raw * (1 + random.uniform(-self.jitter, self.jitter))))
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -76,7 +76,8 @@ def _is_transient(exc: BaseException) -> bool:
 
 def _final_status(exc: BaseException) -> str:
     text = str(exc).lower()
-    if isinstance(exc, anthropic.BadRequestError) and ("too long" in text or "context" in text and "window" in text):
+    if isinstance(exc, anthropic.BadRequestError) and (
+            "too long" in text or "context" in text and ("window" in text or "limit" in text)):
         return "context_overflow"
     return "error"
 

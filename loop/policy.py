@@ -14,7 +14,8 @@ class Policy:
     budget_usd: float | None = None
     """Stop with ``budget_exceeded`` once the run's cost reaches this many dollars."""
     stagnation_window: int = 3
-    """The same action this many times in a row (or a short cycle repeated this often) is stagnation."""
+    """The same action this many times in a row is stagnation; so is a short cycle repeated
+    ``stagnation_window - 1`` times (at least twice): A, B, A, B with the default 3."""
     max_reflections: int = 2
     """Reflection turns injected on stagnation before the run stops with ``stagnated``."""
     max_cycle_length: int = 3

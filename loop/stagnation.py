@@ -28,7 +28,7 @@ class Repetition:
 
 def find_repetition(actions: Sequence[str], window: int, max_cycle: int = 3) -> Repetition | None:
     """The repetition at the end of ``actions``: the same action ``window`` times in a row, or a
-    cycle of 2..``max_cycle`` distinct actions repeated ``window`` times (at least 2)."""
+    cycle of 2..``max_cycle`` distinct actions repeated ``window - 1`` times (at least twice)."""
     if window < 2:
         return None
     if len(actions) >= window and len(set(actions[-window:])) == 1:

@@ -24,11 +24,11 @@ def subagents(worker: Agent, policy: Policy | None = None) -> ToolFactory:
 
     def factory(parent: Run) -> Tool:
         def spawn(task: str, tools: list[str] | None = None) -> str:
-            unknown = sorted(set(tools or ()) - set(available))
+            unknown = sorted(set(tools or ()) - set(available))  # tools=None: all; tools=[]: none
             if unknown:
                 raise ToolError(f"unknown tools for a sub-agent: {', '.join(unknown)}; available: "
                                 f"{', '.join(sorted(available))}")
-            chosen = [available[n] for n in tools] if tools else list(available.values())
+            chosen = list(available.values()) if tools is None else [available[n] for n in tools]
             child = replace(worker, tools=chosen, policy=policy or worker.policy, tool_factories=(),
                             name=f"{worker.name}-worker")
             result = child.run(task, parent=parent, strategy="subagent")

@@ -80,11 +80,24 @@ def _parse(path: Path) -> tuple[str, list[Trajectory]] | str:
 
 
 class _Writer:
-    """Writes parsed files in batches and keeps the counts exact."""
+    """Writes parsed files in batches and keeps the counts exact.
 
-    def __init__(self, store: Store, report: ImportReport, present: set[str]) -> None:
-        self.store, self.report, self.present = store, report, present
+    ``write_trajectories`` returns only how many runs it wrote, so the runs already stored are looked
+    up once (by source, at the first write: a store is never created for files that all fail) to know
+    whose steps were imported.
+    """
+
+    def __init__(self, store: Store, report: ImportReport, sources: list[str]) -> None:
+        self.store, self.report, self.sources = store, report, sources
         self.batch: list[tuple[Path, list[Trajectory]]] = []
+        self._present: set[str] | None = None
+
+    @property
+    def present(self) -> set[str]:
+        if self._present is None:
+            with self.store.writer() as conn:
+                self._present = {r[0] for r in conn.execute(PRESENT_RUNS, [self.sources]).fetchall()}
+        return self._present
 
     def add(self, path: Path, runs: list[Trajectory]) -> None:
         self.batch.append((path, runs))
@@ -93,6 +106,8 @@ class _Writer:
 
     def flush(self) -> None:
         batch, self.batch = self.batch, []
+        if not batch:
+            return
         runs = [t for _, ts in batch for t in ts]
         if not any(t.run_id not in self.present for t in runs):
             self.report.runs_present += len(runs)
@@ -120,20 +135,13 @@ class _Writer:
         self.present.update(fresh)
 
 
-def _present_runs(store: Store, sources: list[str]) -> set[str]:
-    if not sources:
-        return set()
-    with store.writer() as conn:
-        return {r[0] for r in conn.execute(PRESENT_RUNS, [sources]).fetchall()}
-
-
 def import_paths(
     store: Store, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None
 ) -> ImportReport:
     """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
     files, missing = collect_files(paths)
     report = ImportReport(files_seen=len(files), skipped=list(missing))
-    writer = _Writer(store, report, _present_runs(store, [str(f) for f in files if is_candidate(f)]))
+    writer = _Writer(store, report, [str(f) for f in files if is_candidate(f)])
     for done, path in enumerate(files, 1):
         parsed = _parse(path)
         if isinstance(parsed, str):

@@ -23,7 +23,7 @@ from replay.importing import ImportReport, import_paths
 from replay.trajectory import Trajectory, estimate_tokens
 from tracer.store import Store
 
-from .conftest import PYTHON, ROOT, SHARED, python_env, query
+from .conftest import PYTHON, ROOT, SHARED, python_env
 
 # -- inputs ---------------------------------------------------------------------------------------------
 
@@ -50,7 +50,8 @@ def swe0(exit_status: str | None = "submitted") -> dict[str, Any]:
         {"role": "user", "content": "ISSUE: Foo returns 0"},
     ]
     for thought, action, observation in steps:
-        history.append({"role": "assistant", "content": thought + action, "thought": thought, "action": action})
+        history.append({"role": "assistant", "content": thought + action, "thought": thought,
+                        "action": action})
         history.append({"role": "user", "content": observation})
     return {
         "environment": "swe_main",
@@ -58,7 +59,8 @@ def swe0(exit_status: str | None = "submitted") -> dict[str, Any]:
                        for t, a, o in steps],
         "history": history,
         "info": {"exit_status": exit_status, "submission": "diff --git a/Foo.java",
-                 "model_stats": {"instance_cost": 1.5, "tokens_sent": 1000, "tokens_received": 100, "api_calls": 4}},
+                 "model_stats": {"instance_cost": 1.5, "tokens_sent": 1000, "tokens_received": 100,
+                                 "api_calls": 4}},
     }
 
 
@@ -85,7 +87,8 @@ def swe1(exit_status: str = "submitted (exit_context)") -> dict[str, Any]:
         ],
         "history": [system, task],
         "info": {"exit_status": exit_status, "swe_agent_version": "1.1.0",
-                 "model_stats": {"instance_cost": 0.5, "tokens_sent": 500, "tokens_received": 50, "api_calls": 3}},
+                 "model_stats": {"instance_cost": 0.5, "tokens_sent": 500, "tokens_received": 50,
+                                 "api_calls": 3}},
     }
 
 
@@ -105,13 +108,15 @@ def mini(exit_status: str = "Submitted") -> dict[str, Any]:
             {"role": "user", "content": "<pr_description>\nConsider the following PR description:\nFix y\n"
                                         "</pr_description>"},
             said("THOUGHT: two at once\n```bash\nls\n```\n```bash\npwd\n```", 100),
-            {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 "
-                                        "actions."},
+            {"role": "user",
+             "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."},
             said("THOUGHT: list\n```bash\nls nope\n```", 150),
-            {"role": "user", "content": "<returncode>2</returncode>\n<output>\nls: cannot access 'nope'\n</output>"},
+            {"role": "user",
+             "content": "<returncode>2</returncode>\n<output>\nls: cannot access 'nope'\n</output>"},
             said("THOUGHT: test\n```bash\npytest -q\n```"),
-            {"role": "user", "content": "<returncode>127</returncode>\n<output>\nbash: line 1: pytest: command not "
-                                        "found\n</output>"},
+            {"role": "user",
+             "content": "<returncode>127</returncode>\n<output>\nbash: line 1: pytest: command not found\n"
+                        "</output>"},
             said("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```", 300),
             {"role": "user", "content": "diff --git a/y.py b/y.py"},
         ],
@@ -134,10 +139,13 @@ def tau(n_replies: int = 0, *, last: str = "Thanks!###STOP###", source: str = "u
         {"role": "system", "content": "# Airline policy"},
         {"role": "user", "content": "Change my flight."},
         {"role": "assistant", "content": "Let me look.", "tool_calls": [
-            call("c1", "get_user_details", '{"user_id": "mia"}'), call("c2", "get_reservation_details", '{"id": 1}')]},
-        {"role": "tool", "tool_call_id": "c2", "name": "get_reservation_details", "content": '{"flights": []}'},
+            call("c1", "get_user_details", '{"user_id": "mia"}'),
+            call("c2", "get_reservation_details", '{"id": 1}')]},
+        {"role": "tool", "tool_call_id": "c2", "name": "get_reservation_details",
+         "content": '{"flights": []}'},
         {"role": "tool", "tool_call_id": "c1", "name": "get_user_details", "content": '{"name": "Mia"}'},
-        {"role": "assistant", "content": None, "tool_calls": [call("c3", "book_reservation", '{"user_id": "mia",')]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [call("c3", "book_reservation", '{"user_id": "mia",')]},
         {"role": "tool", "tool_call_id": "c3", "name": "book_reservation", "content": "Error: bad arguments"},
         {"role": "assistant", "content": "Done, anything else?"},
     ]
@@ -148,8 +156,14 @@ def tau(n_replies: int = 0, *, last: str = "Thanks!###STOP###", source: str = "u
             "info": {"source": source, "task": {"instruction": "You are Mia."}, "reward_info": {}}}
 
 
+def rows(db: Path, *sqls: str) -> list[list[tuple[Any, ...]]]:
+    """The rows of each query, in one reader session (each session costs a store open)."""
+    with Store(db).reader(locked_down=False) as conn:
+        return [conn.execute(sql).fetchall() for sql in sqls]
+
+
 def one(path: Path) -> Trajectory:
-    fmt, runs = parse_file(path)
+    _, runs = parse_file(path)
     assert len(runs) == 1
     return runs[0]
 
@@ -210,7 +224,8 @@ def test_tau_bench_status(n_assistant: int, last: str | None, source: str, statu
     ("find . -name x", "./x", "find", None),
     ("foo --bar", "bash: foo: command not found", "foo", "tool_not_found"),
     ("javac Foo.java", "/bin/bash: line 5: javac: command not found", "javac", "tool_not_found"),
-    ("DISCUSSION\nLet us look.", "/bin/bash: line 1: DISCUSSION: command not found", "DISCUSSION", "tool_not_found"),
+    ("DISCUSSION\nLet us look.", "/bin/bash: line 1: DISCUSSION: command not found", "DISCUSSION",
+     "tool_not_found"),
     ("I'll check it", "/bin/bash: line 3: Ill: command not found", "I'll", "tool_not_found"),
     ("DISCUSSION\nFirst, let's see", "/bin/bash: line 2: unexpected EOF while looking for matching `''",
      "DISCUSSION", "tool_not_found"),
@@ -241,8 +256,8 @@ def test_classify_command(action: str, observation: str, tool: str | None, error
 
 @pytest.mark.parametrize(("word", "prose"), [
     ("DISCUSSION", True), ("THOUGHT:", True), ("Let's", True), ("I", True), ("Here's", True), ("```", True),
-    ("[File:", True), ("ls", False), ("python", False), ("JAVA_HOME=/x", False), ("R", False), ("Rscript", False),
-    ("EOF", False), ("./run.sh", False),
+    ("[File:", True), ("ls", False), ("python", False), ("JAVA_HOME=/x", False), ("R", False),
+    ("Rscript", False), ("EOF", False), ("./run.sh", False),
 ])
 def test_looks_like_prose(word: str, prose: bool) -> None:
     assert looks_like_prose(word) is prose
@@ -265,8 +280,9 @@ def test_swe_agent_0x(tmp_path: Path) -> None:
     assert (t.input_tokens, t.output_tokens, t.cost_usd) == (1000, 100, 1.5)
     assert t.task == "ISSUE: Foo returns 0"  # the demonstration is not the task
     assert t.answer == "diff --git a/Foo.java"
-    assert calls(t) == [(1, 0, "DISCUSSION", "tool_not_found"), (2, 0, "find_file", None), (3, 0, "edit", None),
-                        (4, 0, None, None)]  # the harness's exit_cost is not a tool call
+    # the harness's closing exit_cost is not a tool call
+    assert calls(t) == [(1, 0, "DISCUSSION", "tool_not_found"), (2, 0, "find_file", None),
+                        (3, 0, "edit", None), (4, 0, None, None)]
     assert t.steps[2].args == {"command": "edit 3:4\n    return 1;\nend_of_edit\n"}
     # context: everything in history before each assistant turn (system, demo, issue, earlier turns)
     before_first = len("SETTING: you are a programmer.") + len("DEMONSTRATION of another issue") + len(
@@ -281,10 +297,11 @@ def test_swe_agent_1x_gzip_measures_each_prompt(tmp_path: Path) -> None:
     assert (t.model, t.status, t.cost_usd) == ("claude-sonnet-4", "context_overflow", 0.5)
     assert t.error and "context window" in t.error
     assert t.task == "Fix the parser"
-    first_prompt = len("You are a helpful assistant.") + len("<pr_description>\nFix the parser\n</pr_description>\nGo.")
+    first_prompt = len("You are a helpful assistant.") + len(
+        "<pr_description>\nFix the parser\n</pr_description>\nGo.")
     second_prompt = first_prompt + len("Look.") + len("bash") + len('{"command": "ls"}') + len("a.py b.py")
-    assert [s.context_tokens for s in t.steps] == [estimate_tokens(first_prompt), estimate_tokens(second_prompt),
-                                                   estimate_tokens(second_prompt)]
+    assert [s.context_tokens for s in t.steps] == [
+        estimate_tokens(first_prompt), estimate_tokens(second_prompt), estimate_tokens(second_prompt)]
     # a Traceback without a return code is not flagged; the closing step names no tool
     assert calls(t) == [(1, 0, "ls", None), (2, 0, "python", None), (3, 0, None, None)]
 
@@ -307,7 +324,7 @@ def test_mini_swe_agent(tmp_path: Path) -> None:
     assert [(s.input_tokens, s.context_tokens) for s in t.steps][:2] == [(100, 100), (150, 150)]
     assert t.steps[2].input_tokens is None and t.steps[2].context_tokens  # estimated when usage is missing
     assert t.started_at is not None and t.ended_at is not None and t.started_at < t.ended_at
-    assert mini_status("LimitsExceeded")[0] == one(write(tmp_path / "b.traj.json", mini("LimitsExceeded"))).status
+    assert one(write(tmp_path / "b.traj.json", mini("LimitsExceeded"))).status == "max_iters"
 
 
 def test_mini_swe_agent_detected_by_structure(tmp_path: Path) -> None:
@@ -377,9 +394,10 @@ def test_parse_arguments() -> None:
     ({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "plan a trip"},
                    {"role": "user", "name": "planner", "content": "step 1"},
                    {"role": "assistant", "name": "planner", "content": "step 2"},
-                   {"role": "user", "name": "critic", "content": "too long"}], "status": "stagnated"}, "planner", 3),
-    ({"history": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "text",
-                                                                                       "text": "a"}]}]}, "chat", 1),
+                   {"role": "user", "name": "critic", "content": "too long"}], "status": "stagnated"},
+     "planner", 3),
+    ({"history": [{"role": "user", "content": "q"},
+                  {"role": "assistant", "content": [{"type": "text", "text": "a"}]}]}, "chat", 1),
 ])
 def test_generic_chat(tmp_path: Path, data: Any, agent: str, n_steps: int) -> None:
     fmt, (t,) = parse_file(write(tmp_path / "log.json", data))
@@ -417,7 +435,8 @@ def test_damaged_files_are_skipped_with_a_reason_and_never_half_imported(tmp_pat
     expected = corrupt_files(tmp_path / "in")
     write(tmp_path / "in" / "gpt-4o" / "ok.traj", swe0())
     seen: list[tuple[int, int]] = []
-    report = import_paths(Store(db), [tmp_path / "in"], progress=lambda done, total, r: seen.append((done, total)))
+    report = import_paths(Store(db), [tmp_path / "in"],
+                          progress=lambda done, total, _: seen.append((done, total)))
     assert (report.files_seen, report.runs_imported, report.runs_present) == (len(expected) + 1, 1, 0)
     assert report.steps_imported == 4 and report.by_format == {"swe-agent": 1}
     reasons = {Path(p).name: r for p, r in report.skipped}
@@ -425,9 +444,10 @@ def test_damaged_files_are_skipped_with_a_reason_and_never_half_imported(tmp_pat
     for name, word in expected.items():
         assert word in reasons[name], (name, reasons[name])
     assert seen[-1] == (len(expected) + 1, len(expected) + 1)
-    assert query(db, "SELECT count(*) FROM run_records") == [(1,)]
-    assert query(db, "SELECT count(*), count(DISTINCT run_id) FROM tool_call_records") == [(3, 1)]
-    assert query(db, "SELECT source FROM runs") == [(str((tmp_path / "in" / "gpt-4o" / "ok.traj").resolve()),)]
+    source = str((tmp_path / "in" / "gpt-4o" / "ok.traj").resolve())
+    assert rows(db, "SELECT count(*) FROM run_records",
+                "SELECT count(*), count(DISTINCT run_id) FROM tool_call_records",
+                "SELECT source FROM runs") == [[(1,)], [(3, 1)], [(source,)]]
 
 
 def test_a_file_that_cannot_be_stored_does_not_sink_its_batch(tmp_path: Path, db: Path) -> None:
@@ -439,8 +459,7 @@ def test_a_file_that_cannot_be_stored_does_not_sink_its_batch(tmp_path: Path, db
     report = import_paths(Store(db), [tmp_path])
     assert report.runs_imported == 2
     assert [(Path(p).name, "could not be stored" in r) for p, r in report.skipped] == [("b.traj.json", True)]
-    assert query(db, "SELECT count(*) FROM runs") == [(2,)]
-    assert query(db, "SELECT count(*) FROM steps") == [(8,)]
+    assert rows(db, "SELECT count(*) FROM runs", "SELECT count(*) FROM steps") == [[(2,)], [(8,)]]
 
 
 def test_importing_twice_adds_nothing(tmp_path: Path, db: Path) -> None:
@@ -449,10 +468,10 @@ def test_importing_twice_adds_nothing(tmp_path: Path, db: Path) -> None:
     write(tmp_path / "m" / "results.json", [tau(), {**tau(), "trial": 1}])
     first = import_paths(Store(db), [tmp_path / "m"])
     assert (first.runs_imported, first.runs_present, first.steps_imported) == (4, 0, 4 + 3 + 3 + 3)
-    again = import_paths(Store(db), [tmp_path / "m", tmp_path / "m" / "one.traj"])  # a file named twice counts once
+    # a file named twice counts once
+    again = import_paths(Store(db), [tmp_path / "m", tmp_path / "m" / "one.traj"])
     assert (again.files_seen, again.runs_imported, again.runs_present, again.steps_imported) == (3, 0, 4, 0)
-    assert query(db, "SELECT count(*) FROM run_records") == [(4,)]
-    assert query(db, "SELECT sum(n_steps) FROM runs") == [(13,)]
+    assert rows(db, "SELECT count(*) FROM run_records", "SELECT sum(n_steps) FROM runs") == [[(4,)], [(13,)]]
 
 
 def test_missing_path_is_reported(tmp_path: Path, db: Path) -> None:
@@ -470,8 +489,8 @@ def test_parse_file_raises_the_reason(tmp_path: Path) -> None:
 
 
 def looptrace(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True, env=python_env(),
-                          cwd=ROOT, timeout=120)
+    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True,
+                          env=python_env(), cwd=ROOT, timeout=120)
 
 
 def test_cli_import_prints_the_summary(tmp_path: Path, db: Path) -> None:
@@ -487,7 +506,8 @@ def test_cli_import_prints_the_summary(tmp_path: Path, db: Path) -> None:
                for line in lines)
     assert "runs imported: 2" in lines and "runs already present: 0" in lines and "steps imported: 8" in lines
     again = looptrace("import", str(tmp_path / "in"), "--db", str(db))
-    assert again.returncode == 0 and "runs imported: 0" in again.stdout and "runs already present: 2" in again.stdout
+    assert again.returncode == 0
+    assert "runs imported: 0" in again.stdout and "runs already present: 2" in again.stdout
     nothing = looptrace("import", str(tmp_path / "in" / "broken.json"), "--db", str(db))
     assert nothing.returncode == 1 and "nothing could be imported" in nothing.stderr
 
@@ -508,7 +528,7 @@ def test_corpus_imports_whole(db: Path) -> None:
     assert report.runs_imported == 543 and report.runs_present == 0
     assert {Path(p).name for p, _ in report.skipped} == {"README.md", "labels.csv"}
     assert report.by_format == {"swe-agent": 293, "openai-chat": 200, "mini-swe-agent": 50}
-    assert query(db, "SELECT count(*), min(n_steps) FROM runs")[0][0] == 543
-    assert query(db, "SELECT min(n_steps) FROM runs")[0][0] >= 1
+    ((n_runs, fewest_steps),), = rows(db, "SELECT count(*), min(n_steps) FROM runs")
+    assert n_runs == 543 and fewest_steps >= 1
     again = import_paths(Store(db), [CORPUS])
     assert (again.runs_imported, again.runs_present, again.steps_imported) == (0, 543, 0)

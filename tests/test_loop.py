@@ -440,13 +440,9 @@ def test_exhausted_retries_end_the_run_with_the_error(db: Path) -> None:
 @pytest.mark.parametrize(("message", "status"), [
     ("messages: roles must alternate", "error"),
     ("prompt is too long: 212345 tokens > 200000 maximum", "context_overflow"),
-    pytest.param(
-        # The API's answer when input + max_tokens passes the window (the prompt alone may still fit).
-        "input length and `max_tokens` exceed context limit: 199000 + 2048 > 200000, decrease input "
-        "length or `max_tokens` and try again", "context_overflow",
-        marks=pytest.mark.xfail(reason="BUG: loop/model.py:76 _final_status knows only 'too long' and "
-                                       "'context ... window'; 'exceed context limit' becomes 'error'",
-                                strict=True)),
+    # The API's answer when input + max_tokens passes the window (the prompt alone may still fit).
+    ("input length and `max_tokens` exceed context limit: 199000 + 2048 > 200000, decrease input "
+     "length or `max_tokens` and try again", "context_overflow"),
 ], ids=["bad-request", "prompt-too-long", "input-plus-max-tokens-over-limit"])
 def test_a_400_is_final_at_once(db: Path, message: str, status: str) -> None:
     result, server, stored = run_loop(db, [Fault(400, "invalid_request_error", message), finish("never")])
@@ -479,8 +475,6 @@ def test_a_large_tool_result_is_trimmed_for_the_model_but_stored_whole(db: Path)
     assert_replayable(server, stored)  # the recorded request holds what the model saw: the trimmed text
 
 
-@pytest.mark.xfail(reason="BUG: loop/agent.py:173 reports kept_bytes=max_observation_bytes, not the bytes "
-                          "kept, when a multibyte character straddles the cut", strict=True)
 def test_the_trim_event_counts_kept_bytes_exactly_with_multibyte_text(db: Path) -> None:
     # 'é' is 2 bytes: a 1001-byte limit keeps 500 characters (1000 bytes) and cuts 5000 of 6000.
     accents = Tool("accents", "Accented text.", _schema(), lambda: "é" * 3000)
@@ -601,9 +595,6 @@ def test_a_sub_agent_that_hits_its_own_cap_is_an_error_observation(db: Path) -> 
     assert sent["is_error"] is True and "max_iters" in sent["content"]
 
 
-@pytest.mark.xfail(reason="BUG: loop/subagents.py:31 treats tools=[] like an omitted list and gives the "
-                          "sub-agent every tool, though the spawn tool promises it sees only the tools named",
-                   strict=True)
 def test_a_sub_agent_given_no_tools_gets_none(db: Path) -> None:
     script = {TASK: [act("spawn_subagent", {"task": LEFT, "tools": []}), finish("thought about it")],
               LEFT: [finish("pure reasoning")]}

@@ -1,0 +1,55 @@
+"""The viewer app: a thin shell that opens the runs screen and holds the app-wide keys.
+
+Everything else lives in ``screens/`` (one per view), ``widgets/`` (one per file), ``data.py``
+(every database read) and ``safe.py`` (the one way trace text reaches a widget).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from tracer.store import Store
+
+from .screens import HelpScreen, RunsScreen, SqlScreen
+from .screens.base import ViewerScreen
+
+__all__ = ["ViewerApp", "REFRESH_SECONDS"]
+
+REFRESH_SECONDS = 2.0
+
+
+class ViewerApp(App[None]):
+    CSS_PATH = "viewer.tcss"
+    TITLE = "looptrace"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help"),
+        Binding("colon", "sql", "SQL"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, db: str | os.PathLike[str], *, refresh_seconds: float | None = REFRESH_SECONDS) -> None:
+        super().__init__()
+        self.store = Store(db)
+        self.refresh_seconds = refresh_seconds
+
+    def on_mount(self) -> None:
+        self.push_screen(RunsScreen(self.store, refresh_seconds=self.refresh_seconds))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_sql(self) -> None:
+        if not isinstance(self.screen, SqlScreen):
+            self.push_screen(SqlScreen(self.store))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The help and SQL keys only make sense over a viewer screen (not over the help itself).
+        if action in ("help", "sql") and not isinstance(self.screen, ViewerScreen):
+            return False
+        return True

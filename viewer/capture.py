@@ -1,0 +1,108 @@
+"""Plain-text captures of every screen: ``python -m viewer.capture DB OUTDIR``.
+
+Drives the real app headless at a fixed size (as the tests do) and writes what each screen shows,
+as text lines read from the screen's compositor, to ``OUTDIR/{runs,run,step,replay,sql,help}.txt``.
+The README points at these; the snapshot tests compare the same text, with volatile parts masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from textual.app import App
+from textual.pilot import Pilot
+
+__all__ = ["screen_text", "settle", "mask", "capture", "SIZE"]
+
+SIZE = (160, 48)
+
+# Parts of a capture that change from one store to the next: times, ids, durations.
+_VOLATILE = (
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "YYYY-MM-DD hh:mm:ss"),
+    (re.compile(r"\b[0-9a-f]{8,32}\b"), lambda m: "#" * len(m.group())),
+    (re.compile(r"toolu_[0-9a-zA-Z]+"), lambda m: "toolu_" + "#" * (len(m.group()) - 6)),
+    (re.compile(r"\b\d+(\.\d+)?(s|m\d\ds| ms| s)(?=\W|$)"), lambda m: "~" * len(m.group())),
+)
+
+
+def screen_text(app: App[object]) -> str:
+    """What the current screen shows, as plain text lines (trailing spaces removed)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text.rstrip() for strip in strips)
+
+
+def mask(text: str) -> str:
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)  # type: ignore[arg-type]
+    return text
+
+
+async def settle(pilot: Pilot[object], rounds: int = 3) -> None:
+    """Wait until workers are done and their messages handled."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
+    from .app import ViewerApp
+    from .screens import RunsScreen
+    from .widgets import RunsTable
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    app = ViewerApp(db, refresh_seconds=None)
+
+    async def save(name: str, pilot: Pilot[object]) -> None:
+        await settle(pilot)
+        path = out / f"{name}.txt"
+        path.write_text(screen_text(pilot.app) + "\n", encoding="utf-8")
+        written.append(path)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await save("runs", pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        page = screen.page
+        # The most telling run: a diagnosed failure if there is one.
+        rows = page.rows if page else []
+        pick = next((r for r in rows if r.label not in (None, "ok")), rows[0] if rows else None)
+        if pick is None:
+            return written
+        app.screen.query_one(RunsTable).move_to_key(pick.run_id)
+        await pilot.press("enter")
+        await save("run", pilot)
+        await pilot.press("e", "enter")
+        await save("step", pilot)
+        await pilot.press("escape", "t")
+        await settle(pilot)
+        await pilot.press("r")
+        await save("replay", pilot)
+        await pilot.press("escape", "escape", "escape", "colon")
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await save("sql", pilot)
+        await pilot.press("escape", "question_mark")
+        await save("help", pilot)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: python -m viewer.capture DB OUTDIR", file=sys.stderr)
+        return 2
+    for path in asyncio.run(capture(args[0], args[1])):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""``?``: the keys of the screen underneath (from its live bindings) and what that screen shows."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+__all__ = ["HelpScreen", "key_rows"]
+
+
+def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
+    """(key, description) for the described bindings of ``screen`` and of the app.
+
+    Widget bindings (a table's cursor keys) are left out: they are the usual ones. A second key for
+    the same action (ctrl+enter beside ctrl+r) is left to the screen's notes.
+    """
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for active in screen.active_bindings.values():
+        binding = active.binding
+        if active.node not in (screen, screen.app) or not binding.description or binding.action in seen:
+            continue
+        seen.add(binding.action)
+        rows.append((screen.app.get_key_display(binding), binding.description))
+    return rows
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("question_mark", "dismiss", "Close", show=False),
+        Binding("q", "dismiss", "Close", show=False),
+    ]
+
+    def __init__(self, under: Screen[object]) -> None:
+        super().__init__()
+        self.title_text = f"Keys: {getattr(under, 'NAME', '') or 'viewer'}"
+        self.rows = key_rows(under)
+        self.about = getattr(under, "HELP", "")
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, padding=(0, 2))
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column()
+        for key, description in self.rows:
+            table.add_row(Text(key), Text(description))
+        with VerticalScroll(id="help-box"):
+            yield Static(Text(self.title_text, style="bold"), id="help-title")
+            yield Static(table, id="help-keys")
+            if self.about:
+                yield Static(Text(self.about), id="help-about")
+            yield Static(Text("escape or ? closes this help", style="dim"), id="help-close")
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)

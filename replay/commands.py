@@ -1,4 +1,4 @@
-"""Commands over recorded runs: ``import``."""
+"""Commands over recorded runs: ``import`` and ``analyze``."""
 
 from __future__ import annotations
 
@@ -84,4 +84,7 @@ def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .analyze_command import add_analyze
+
     _add_import(sub)
+    add_analyze(sub)

@@ -28,16 +28,20 @@ def varied(n: int) -> list[StepView]:
 @pytest.mark.parametrize(
     ("name", "steps", "fires", "kind"),
     [
-        ("same action 4 times", varied(2) + [act(3 + i, arg="x") for i in range(4)], True, "repeat"),
-        ("same action 3 times only", varied(2) + [act(3 + i, arg="x") for i in range(3)], False, None),
-        ("cycle of 2, three times", [act(i + 1, arg="ab"[i % 2]) for i in range(6)], True, "cycle"),
-        ("cycle of 3, three times", [act(i + 1, arg="abc"[i % 3]) for i in range(9)], True, "cycle"),
-        ("cycle of 2, twice only", [act(i + 1, arg="ab"[i % 2]) for i in range(4)], False, None),
+        ("same action 5 times", varied(2) + [act(3 + i, arg="x") for i in range(5)], True, "repeat"),
+        ("same action 4 times only", varied(2) + [act(3 + i, arg="x") for i in range(4)], False, None),
+        ("cycle of 2, five times", [act(i + 1, arg="ab"[i % 2], obs="ab"[i % 2]) for i in range(10)], True,
+         "cycle"),
+        ("cycle of 3, five times", [act(i + 1, arg="abc"[i % 3], obs="abc"[i % 3]) for i in range(15)], True,
+         "cycle"),
+        ("cycle of 2, four times", [act(i + 1, arg="ab"[i % 2], obs="ab"[i % 2]) for i in range(8)], False, None),
+        ("edit, test, edit, test with new results", [act(i + 1, arg="ab"[i % 2]) for i in range(12)], False, None),
         ("same observation, varying args",
-         [act(i + 1, arg=f"q{i}", obs="nothing found here, try another query", obs_bytes=60) for i in range(5)],
+         [act(i + 1, arg=f"q{i}", obs="nothing found here, try another query", obs_bytes=80) for i in range(5)],
          True, "same_observation"),
         ("same short observation is generic",
-         [act(i + 1, arg=f"q{i}", obs="OK", obs_bytes=2) for i in range(8)], False, None),
+         [act(i + 1, arg=f"q{i}", obs="<returncode>0</returncode><output></output>", obs_bytes=45)
+          for i in range(8)], False, None),
         ("two identical reads of different files", [act(1, arg="a.py"), act(2, arg="b.py")], False, None),
         ("long healthy run", varied(200), False, None),
     ],
@@ -51,8 +55,8 @@ def test_stagnation(name: str, steps: list[StepView], fires: bool, kind: str | N
 
 
 def test_stagnation_evidence_names_the_repeated_steps() -> None:
-    d = stagnation(run(varied(3) + [act(4 + i, arg="x") for i in range(5)] + varied(2)), T)
-    assert d is not None and (d.first_step, d.last_step) == (4, 8) and d.evidence["repeats"] == 5
+    d = stagnation(run(varied(3) + [act(4 + i, arg="x") for i in range(6)] + varied(2)), T)
+    assert d is not None and (d.first_step, d.last_step) == (4, 9) and d.evidence["repeats"] == 6
 
 
 def ctx(step: int, tokens: int, obs_bytes: int = 400) -> StepView:
@@ -68,6 +72,7 @@ def ctx(step: int, tokens: int, obs_bytes: int = 400) -> StepView:
         ("one observation of 60k tokens", run([ctx(1, 1000), ctx(2, 2000, obs_bytes=240_000)]), "observation"),
         ("context near the window", run([ctx(i + 1, 40_000 * (i + 1)) for i in range(5)]), "near_window"),
         ("window depends on the model", run([ctx(1, 120_000)], model="gpt-4o-2024-08-06"), "near_window"),
+        ("window from the model's name", run([ctx(1, 120_000)], model="doubao-pro-128k"), "near_window"),
         ("healthy growth", run([ctx(i + 1, 1000 * (i + 1)) for i in range(20)]), None),
     ],
 )
@@ -100,7 +105,8 @@ def bad(step: int, kind: str = "tool_not_found") -> StepView:
 @pytest.mark.parametrize(
     ("name", "r", "fires"),
     [
-        ("a third of the actions hallucinated", run(varied(4) + [bad(5), bad(6)]), True),
+        ("half of the actions hallucinated", run(varied(3) + [bad(4), bad(5), bad(6)]), True),
+        ("a third is not enough", run(varied(4) + [bad(5), bad(6)]), False),
         ("schema errors count too", run(varied(2) + [bad(3, "invalid_arguments"), bad(4, "invalid_arguments")]), True),
         ("one recovered unknown-tool call", run([bad(1)] + varied(5)[1:]), False),
         ("an unparseable action ends the run", run(varied(9) + [bad(10, "unparseable")], "error"), True),
@@ -135,7 +141,7 @@ def test_thresholds_come_from_a_file_then_overrides(tmp_path: Path) -> None:
     path = tmp_path / "looptrace.toml"
     path.write_text("[analyzer]\nrepeat_min = 6\ncontext_window = 128000\n")
     t = load_thresholds(path, repeat_min=7, cycle_repeats=None)
-    assert (t.repeat_min, t.context_window, t.cycle_repeats) == (7, 128_000, 3)
+    assert (t.repeat_min, t.context_window, t.cycle_repeats) == (7, 128_000, T.cycle_repeats)
     path.write_text("[analyzer]\nrepeat_minimum = 6\n")
     with pytest.raises(ValueError, match="unknown analyzer settings: repeat_minimum"):
         load_thresholds(path)

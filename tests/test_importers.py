@@ -292,6 +292,17 @@ def test_swe_agent_0x(tmp_path: Path) -> None:
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
 
 
+def test_swe_agent_detected_by_structure_and_history_cut_short(tmp_path: Path) -> None:
+    data = swe0()
+    data["history"] = data["history"][:3]  # no assistant turns: the context is rebuilt from the steps
+    fmt, (t,) = parse_file(write(tmp_path / "run.json", data))
+    opening = sum(len(m["content"]) for m in data["history"])
+    first = data["trajectory"][0]
+    after_first = opening + len(first["response"]) + len(first["observation"])
+    assert fmt == "swe-agent"
+    assert [s.context_tokens for s in t.steps][:2] == [estimate_tokens(opening), estimate_tokens(after_first)]
+
+
 def test_swe_agent_1x_gzip_measures_each_prompt(tmp_path: Path) -> None:
     t = one(write(tmp_path / "runs" / "django-1.traj.gz", swe1()))
     assert (t.model, t.status, t.cost_usd) == ("claude-sonnet-4", "context_overflow", 0.5)

@@ -79,10 +79,11 @@ def _longest_repeat(actions: Sequence[StepView]) -> tuple[int, int]:
 
 
 def _longest_cycle(actions: Sequence[StepView], max_period: int) -> tuple[int, int, int]:
-    """(start, length, period) of the longest stretch where action[i] == action[i - period] for a
-    cycle of at least two distinct actions."""
+    """(start, length, period) of the longest stretch where each action and its observation equal
+    those ``period`` actions earlier, for a cycle of at least two distinct actions. Requiring the
+    observations to repeat too keeps "edit, test, edit, test" with changing results out."""
     best = (0, 0, 0)
-    keys = [a.action for a in actions]
+    keys = [(a.action, a.observation_key) for a in actions]
     for period in range(2, max_period + 1):
         run_start = None
         for i in range(period, len(keys) + 1):
@@ -91,7 +92,7 @@ def _longest_cycle(actions: Sequence[StepView], max_period: int) -> tuple[int, i
                 run_start = i - period
             if not matches and run_start is not None:
                 length = i - run_start
-                if length > best[1] and len(set(keys[run_start:run_start + period])) >= 2:
+                if length > best[1] and len({k[0] for k in keys[run_start:run_start + period]}) >= 2:
                     best = (run_start, length, period)
                 run_start = None
     return best
@@ -227,7 +228,8 @@ def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
     if not bad:
         return None
     share = len(bad) / len(actions)
-    ends_run = run.status != "ok" and actions[-1].error_type in HALLUCINATION_ERRORS
+    # It ended the run only when the run failed right after it (a cap that fires is what ended a capped run).
+    ends_run = run.status == "error" and actions[-1].error_type in HALLUCINATION_ERRORS
     if not (ends_run or (len(bad) >= t.hallucination_min and share >= t.hallucination_share)):
         return None
     kinds = sorted({str(s.error_type) for s in bad})
@@ -243,8 +245,10 @@ def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
 
 RULES = (stagnation, context_bomb, cap_hit, hallucinated_tool)
 
-# Root cause first: an overflow that ended the run, then the loop behaviours that make caps fire.
-_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "context_bomb", "cap_hit", "ok")
+# Root cause first: an overflow that ended the run, then the loop behaviours that make caps fire,
+# then the cap itself. A context that grew large without overflowing is a risk, not what stopped
+# the run: it ranks below the cap and stays as a secondary diagnosis with its evidence.
+_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "context_bomb", "ok")
 
 
 def _rank(d: Diagnosis) -> int:

@@ -9,6 +9,7 @@ A config file holds an ``[analyzer]`` table whose keys are the field names below
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -19,16 +20,17 @@ __all__ = ["Thresholds", "DEFAULT_THRESHOLDS", "load_thresholds", "WINDOWS", "wi
 
 @dataclass(frozen=True)
 class Thresholds:
-    repeat_min: int = 4
+    repeat_min: int = 5
     """stagnation: the same action (tool + arguments) this many times in a row."""
-    cycle_repeats: int = 3
+    cycle_repeats: int = 5
     """stagnation: a cycle of 2..cycle_max_period distinct actions repeated this many times."""
     cycle_max_period: int = 3
     """stagnation: the longest cycle looked for."""
     same_observation_min: int = 5
     """stagnation: this many consecutive actions returning the same observation ("no new information")."""
-    same_observation_min_bytes: int = 40
-    """stagnation: shorter observations ("OK", "") are too generic to count as the same information."""
+    same_observation_min_bytes: int = 64
+    """stagnation: shorter observations ("OK", an empty output with its return code) are too generic
+    to count as the same information."""
     context_window: int = 200_000
     """context_bomb: tokens of the window when the model is not in the known list."""
     context_near: float = 0.9
@@ -37,7 +39,7 @@ class Thresholds:
     """context_bomb: one observation adding this share of the window is a bomb."""
     growth_steps: int = 5
     """context_bomb: steps used to estimate the growth rate for the overflow projection."""
-    hallucination_share: float = 0.3
+    hallucination_share: float = 0.5
     """hallucinated_tool: share of actions that call unknown tools, break the schema or cannot be parsed."""
     hallucination_min: int = 2
     """hallucinated_tool: at least this many such actions (unless one ends the run)."""
@@ -55,12 +57,19 @@ WINDOWS: dict[str, int] = {
 }
 
 
+_SIZE_IN_NAME = re.compile(r"(?<![0-9])(\d{1,4})k(?![a-z0-9])")
+
+
 def window_for(model: str | None, default: int) -> int:
+    """A model's window: from the known list, else from a size in its name (``...-128k``), else ``default``."""
     if not model:
         return default
     name = model.lower().rsplit("/", 1)[-1]
     best = max((p for p in WINDOWS if name.startswith(p)), key=len, default=None)
-    return WINDOWS[best] if best else default
+    if best:
+        return WINDOWS[best]
+    sized = _SIZE_IN_NAME.search(name)
+    return int(sized.group(1)) * 1000 if sized else default
 
 
 def load_thresholds(path: str | Path | None = None, **overrides: Any) -> Thresholds:

@@ -22,7 +22,7 @@ _NOT_SPEAKERS = frozenset({"system", "tool", "function"})
 
 
 def is_message(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("role"), str) and "content" in value
+    return isinstance(value, dict) and isinstance(value.get("role"), str)
 
 
 def messages_of(data: Any) -> list[Any] | None:

@@ -117,7 +117,7 @@ def _steps(messages: list[Any], declared: set[str] | None) -> list[ImportedStep]
             call_id, name = m.get("tool_call_id"), m.get("name")
             match = (next((c for c in waiting if call_id and c.tool_call_id == call_id), None)
                      or next((c for c in waiting if name and c.tool == name), None) or waiting[0])
-            waiting.remove(match)
+            waiting = [c for c in waiting if c is not match]
             _observe(match, m)
         chars += message_chars(m)
     return steps

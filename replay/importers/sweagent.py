@@ -74,7 +74,8 @@ def _model(data: dict[str, Any], path: Path) -> tuple[str | None, str | None]:
     A model served from a custom ``api_base`` is often registered under another model's name (the
     SWE-agent-LM-32B runs call it ``gpt-4o``), so there the folder the runs were filed under wins.
     """
-    model = as_dict(_replay_config(data).get("agent"), "replay_config.agent").get("model")
+    agent = _replay_config(data).get("agent")
+    model = agent.get("model") if isinstance(agent, dict) else None
     folder = path.parent.name or None
     if isinstance(model, dict) and isinstance(model.get("name"), str) and model["name"]:
         if not model.get("api_base"):
@@ -83,27 +84,27 @@ def _model(data: dict[str, Any], path: Path) -> tuple[str | None, str | None]:
     return folder, None
 
 
-def _history_contexts(history: list[Any], n_steps: int) -> list[int] | None:
-    """Characters of the history before each assistant turn, when turns and steps line up."""
+def _history_contexts(history: list[Any], n_steps: int) -> tuple[list[int], bool]:
+    """(characters of the history before each assistant turn, whether turns and steps line up).
+
+    When they do not (a history cut short), each entry is the opening messages only, and the caller
+    adds each earlier step's response and observation.
+    """
     sizes: list[int] = []
     total = 0
     for m in history:
         if isinstance(m, dict) and m.get("role") == "assistant":
             sizes.append(total)
         total += message_chars(m)
-    return sizes if len(sizes) == n_steps else None
+    if len(sizes) == n_steps:
+        return sizes, True
+    return [sizes[0] if sizes else total] * n_steps, False
 
 
 def _steps(trajectory: list[Any], history: list[Any]) -> list[ImportedStep]:
-    contexts = _history_contexts(history, len(trajectory))
-    if contexts is None:  # fall back to the conversation rebuilt from the steps themselves
-        head = 0
-        for m in history:
-            if isinstance(m, dict) and m.get("role") == "assistant":
-                break
-            head += message_chars(m)
+    contexts, aligned = _history_contexts(history, len(trajectory))
     steps = []
-    running = 0
+    running = 0  # characters the earlier steps added, when the history does not line up
     for i, raw in enumerate(trajectory):
         s = as_dict(raw, f"trajectory[{i}]")
         action = s.get("action")
@@ -114,12 +115,10 @@ def _steps(trajectory: list[Any], history: list[Any]) -> list[ImportedStep]:
         thought = s.get("thought")
         thought = content_text(thought) if thought is not None else response
         prompt = s.get("messages", s.get("query"))
-        if isinstance(prompt, list):
+        if isinstance(prompt, list):  # 1.x: the prompt itself
             chars = sum(message_chars(m) for m in prompt)
-        elif contexts is not None:
-            chars = contexts[i]
         else:
-            chars = head + running
+            chars = contexts[i] + (0 if aligned else running)
         running += len(response) + len(observation or "")
         step = ImportedStep(step=i + 1, thought=thought or None, context_tokens=estimate_tokens(chars))
         text = action.strip()
@@ -153,8 +152,9 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         attributes["configured_model"] = configured
     task = task_text(first_user_text(history, skip_demos=True))
     if task is None:
-        statement = as_dict(_replay_config(d).get("problem_statement"), "replay_config.problem_statement")
-        task = statement.get("text") if isinstance(statement.get("text"), str) else None
+        statement = _replay_config(d).get("problem_statement")
+        text = statement.get("text") if isinstance(statement, dict) else None
+        task = text if isinstance(text, str) else None
     submission = info.get("submission")
     return [Trajectory(
         source=str(path), agent=AGENT, status=status, steps=_steps(trajectory, history), task=clip(task),

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 __all__ = ["main", "build_parser", "add_command"]
 
 COMMAND_MODULES = (
-    "tracer.commands", "loop.commands", "replay.commands", "replay.replay_commands", "viewer.commands",
+    "tracer.commands", "tracer.ingest.commands", "tracer.export.commands", "loop.commands", "replay.commands",
+    "replay.replay_commands", "viewer.commands",
 )
 
 

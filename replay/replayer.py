@@ -8,6 +8,7 @@ After the recording runs out or drifts, a live model, if given, takes over: that
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from loop.policy import Policy
 from loop.result import RunResult
 from loop.tools import Tool, ToolResult
 from tracer import Tracing
+from tracer.redact import restore_env
 from tracer.requests import content_sha
 from tracer.textsafe import canonical_json
 
@@ -87,7 +89,8 @@ class ReplayModel:
         if recorded.response is None:
             error = recorded.error or "the recorded call failed"
             raise ModelError(error, status="context_overflow" if _TOO_LONG.search(error) else "error")
-        return dict(recorded.response)
+        # Secrets were redacted when recorded; those that came from the environment come back from ours.
+        return json.loads(restore_env(json.dumps(recorded.response)))
 
 
 def _replay_tools(recording: Recording, live_tools: Mapping[str, Tool]) -> tuple[list[Tool], list[Tool]]:
@@ -100,7 +103,7 @@ def _replay_tools(recording: Recording, live_tools: Mapping[str, Tool]) -> tuple
             queue = queues.get((name, canonical_json(args)))
             if queue:
                 t = queue.popleft()
-                return ToolResult(t.observation, t.is_error, t.error_type)
+                return ToolResult(restore_env(t.observation), t.is_error, t.error_type)
             if name in live_tools:
                 result = live_tools[name].run(**args)
                 return result

@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import threading
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -19,8 +20,10 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .records import from_readable, rows_for_spans
+from .records import PlainSpan, from_readable, rows_for_spans
+from .redact import Redactor, summarize
 from .store.segments import SegmentWriter
+from .textsafe import to_json
 
 __all__ = ["DuckDBSpanExporter"]
 
@@ -28,8 +31,11 @@ log = logging.getLogger("looptrace.exporter")
 
 
 class DuckDBSpanExporter(SpanExporter):
-    def __init__(self, store_path: str | os.PathLike[str], *, durable: bool = True) -> None:
+    def __init__(
+        self, store_path: str | os.PathLike[str], *, durable: bool = True, redactor: Redactor | None = None
+    ) -> None:
         self.store_path = os.fspath(store_path)
+        self.redactor = redactor if redactor is not None else Redactor()
         self._writer = SegmentWriter(store_path, durable=durable)
         self._shutdown = False
         self._lock = threading.Lock()
@@ -47,7 +53,7 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            rows = rows_for_spans(from_readable(s) for s in spans)
+            rows = rows_for_spans(redact_span(from_readable(s), self.redactor) for s in spans)
             self._writer.write(rows)
             with self._lock:
                 self.spans_written += n
@@ -61,8 +67,10 @@ class DuckDBSpanExporter(SpanExporter):
                 self.progress.notify_all()
 
     def write_rows(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> bool:
-        """Write rows that are not spans (a run's start record, stats) right away. Never raises."""
+        """Write rows that are not spans (a run's start record, stats) right away, redacted. Never raises."""
         try:
+            rows = {t: [{k: self.redactor.value(v, None, k) if isinstance(v, str) else v for k, v in r.items()}
+                        for r in rs] for t, rs in rows.items()}
             self._writer.write(rows)
             return True
         except Exception as exc:  # noqa: BLE001
@@ -105,3 +113,17 @@ class DuckDBSpanExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True  # export() writes synchronously: nothing is buffered here
+
+
+def redact_span(span: PlainSpan, redactor: Redactor) -> PlainSpan:
+    """``span`` with secrets replaced in attributes, events and status; what was redacted (rule and
+    count, never the value) is added as ``looptrace.redactions``."""
+    if not redactor.enabled:
+        return span
+    hits: dict[str, int] = {}
+    attributes = redactor.attributes(span.attributes, hits)
+    events = [{**e, "attributes": redactor.attributes(e.get("attributes") or {}, hits)} for e in span.events]
+    status = redactor.text(span.status_message, hits) if span.status_message else span.status_message
+    if hits:
+        attributes["looptrace.redactions"] = to_json(summarize(hits))
+    return replace(span, attributes=attributes, events=events, status_message=status)

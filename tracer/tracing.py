@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -33,6 +35,23 @@ def _otlp_endpoint_from_env() -> str | None:
     return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit`` so runs end as ``interrupted`` and buffered spans are flushed
+    by the SDK's exit handler. Only when nobody else handles SIGTERM and only from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError):  # not the main interpreter, or no signals here
+        pass
+
+
 class Tracing:
     """Set up tracing into a store. Use ``run()`` to trace an agent run; ``shutdown()`` at the end
     (also done at interpreter exit by the SDK)."""
@@ -45,6 +64,7 @@ class Tracing:
         service_name: str = "looptrace",
         capture_content: bool = True,
         set_global: bool = False,
+        handle_sigterm: bool = True,
         durable: bool = True,
         schedule_delay_millis: float = 500,
     ) -> None:
@@ -68,6 +88,8 @@ class Tracing:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")
         self._closed = False
+        if handle_sigterm:
+            _exit_on_sigterm()
 
     def run(self, agent: str, **kwargs: Any) -> Run:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""

@@ -21,7 +21,9 @@ from typing import Any
 
 from .results import as_json, format_table
 
-BENCHMARKS = ("tracer_overhead", "store_write", "burst", "server_latency")
+BENCHMARKS = (
+    "tracer_overhead", "store_write", "burst", "server_latency", "importer", "analyzer", "replay_speed",
+)
 
 
 def _machine() -> dict[str, Any]:

@@ -12,7 +12,6 @@ import logging
 import os
 import socket
 import threading
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -122,8 +121,10 @@ def redact_span(span: PlainSpan, redactor: Redactor) -> PlainSpan:
         return span
     hits: dict[str, int] = {}
     attributes = redactor.attributes(span.attributes, hits)
-    events = [{**e, "attributes": redactor.attributes(e.get("attributes") or {}, hits)} for e in span.events]
+    events = [{**e, "attributes": redactor.attributes(e.get("attributes") or {}, hits)} for e in span.events] \
+        if span.events else span.events
     status = redactor.text(span.status_message, hits) if span.status_message else span.status_message
     if hits:
         attributes["looptrace.redactions"] = to_json(summarize(hits))
-    return replace(span, attributes=attributes, events=events, status_message=status)
+    return PlainSpan(span.trace_id, span.span_id, span.parent_span_id, span.name, span.kind, span.start_ns,
+                     span.end_ns, span.status_code, status, attributes, events, span.resource, span.scope)

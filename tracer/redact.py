@@ -9,6 +9,7 @@ without the value, so a replay can restore ``env:`` secrets from its own environ
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -53,6 +54,16 @@ _ENV_SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
 
 
+# Attributes whose values looptrace generates itself (ids, hashes, enums, numbers): never secrets.
+SAFE_KEYS = frozenset({
+    "looptrace.run.id", "looptrace.run.parent_id", "looptrace.run.source", "looptrace.run.status",
+    "looptrace.run.strategy", "looptrace.run.replay_of", "looptrace.run.forked_from", "looptrace.request.sha",
+    "looptrace.request.system_sha", "looptrace.request.tools_sha", "looptrace.request.base_call_id",
+    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.response.finish_reasons", "gen_ai.response.id",
+    "gen_ai.tool.call.id", "error.type",
+})
+
+
 def placeholder(rule: str) -> str:
     return f"[REDACTED:{rule}]"
 
@@ -78,11 +89,16 @@ class Redactor:
         rules = {**self.patterns, **self.extra_patterns}
         self._names = list(rules)
         self._regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, p in enumerate(rules.values()))) if rules else None
+        # One pass that rules out most strings: any token shape, key-value pair or env secret at all.
+        alternatives = [*rules.values(), _KEY_VALUE_IN_TEXT.pattern[4:], *(re.escape(v) for _, v in self._env_values)]
+        self._anything = re.compile("|".join(f"(?:{a})" for a in alternatives), re.IGNORECASE)
         self._warned = False
 
     def text(self, value: str, hits: dict[str, int] | None = None) -> str:
         if not self.enabled or not value:
             return value
+        if not self._anything.search(value):
+            return self._callback(value, hits)
         if self._regex is not None and self._regex.search(value):
             def sub(m: re.Match[str]) -> str:
                 rule = self._names[int(str(m.lastgroup)[1:])]
@@ -105,6 +121,9 @@ class Redactor:
                 return f"{m.group(1)}{quote}{placeholder('secret_key')}{quote}"
 
             value = _KEY_VALUE_IN_TEXT.sub(keep_key, value)
+        return self._callback(value, hits)
+
+    def _callback(self, value: str, hits: dict[str, int] | None) -> str:
         if self.callback is not None:
             try:
                 value = self.callback(value)
@@ -120,7 +139,7 @@ class Redactor:
         """A copy of ``value`` with secrets redacted; JSON text is redacted as JSON (keys included)."""
         if not self.enabled:
             return value
-        if key is not None and SECRET_KEY.search(key) and value not in (None, "", [], {}):
+        if key is not None and _is_secret_key(key) and value not in (None, "", [], {}):
             _count(hits, "secret_key")
             return placeholder("secret_key")
         if isinstance(value, str):
@@ -147,7 +166,13 @@ class Redactor:
         return value
 
     def attributes(self, attrs: Mapping[str, Any], hits: dict[str, int]) -> dict[str, Any]:
-        return {k: self.value(v, hits, _leaf(k)) for k, v in attrs.items()}
+        return {k: v if k in SAFE_KEYS or not isinstance(v, (str, list, tuple, dict)) else
+                self.value(v, hits, _leaf(k)) for k, v in attrs.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_key(key: str) -> bool:
+    return SECRET_KEY.search(key) is not None
 
 
 def _is_json(text: str) -> bool:

@@ -14,6 +14,7 @@ __all__ = ["add_analyze"]
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    from tracer.export.source import open_source
     from tracer.store import Store, StoreError
     from tracer.table import format_table
 
@@ -22,10 +23,16 @@ def _analyze(args: argparse.Namespace) -> int:
 
     try:
         thresholds = load_thresholds(args.config, **{f.name: getattr(args, f.name) for f in fields(Thresholds)})
-        results = analyze_store(Store(args.db), run_ids=[args.run] if args.run else None, thresholds=thresholds)
+        source = open_source(args.db)  # a Parquet export is analysed without writing diagnoses
+        results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
+                                write=isinstance(source, Store))
     except (StoreError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.otlp_endpoint:
+        from tracer.export.evaluation import send_and_report
+
+        send_and_report(source, results, args.otlp_endpoint, sys.stderr)
     if args.json:
         json.dump([{"run_id": r.run_id, "status": r.status, "diagnoses": [asdict(d) for d in r.diagnoses]}
                    for r in results], sys.stdout, indent=1, default=str)
@@ -53,10 +60,12 @@ def add_analyze(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = add_command(sub, "analyze", "Diagnose runs (stagnation, context_bomb, cap_hit, hallucinated_tool, ok) with "
                     "the steps that prove it; fills the diagnoses table.",
                     f"looptrace analyze --db {DEFAULT_DB} --repeat-min 4")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--db", default=DEFAULT_DB, help="store path, or a Parquet export folder (read, not written)")
     p.add_argument("--run", default=None, help="analyse one run (default: all)")
     p.add_argument("--json", action="store_true", help="print the diagnoses as JSON")
     p.add_argument("--config", default=None, help="a TOML file with an [analyzer] table of thresholds")
+    p.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                   help="also send the diagnoses as gen_ai.evaluation.result events to this OTLP/HTTP endpoint")
     thresholds = p.add_argument_group("thresholds (defaults shown; see docs/analyzer.md)")
     for f in fields(Thresholds):
         default = getattr(DEFAULT_THRESHOLDS, f.name)

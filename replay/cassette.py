@@ -16,7 +16,8 @@ CASSETTE_VERSION = 1
 
 def save_cassette(recording: Recording, path: str | Path) -> None:
     data = {"looptrace_cassette": CASSETTE_VERSION, **asdict(recording)}
-    Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    # Key order is kept: requests built from recorded data (a compaction transcript) depend on it.
+    Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def load_cassette(path: str | Path) -> Recording:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracer.store import Store, StoreError
+from tracer.store import SegmentWriter, Store, StoreError
 
-from .importers import TrajectoryFormatError, is_candidate, parse_file
+from .importers import TrajectoryFormatError, is_candidate, otlp_json, parse_file
 from .trajectory import Trajectory, write_trajectories
 
 __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths"]
@@ -25,6 +25,7 @@ BATCH_FILES = 50
 
 NOT_A_TRAJECTORY = "not a trajectory file"
 PRESENT_RUNS = "SELECT run_id FROM run_records WHERE source IN (SELECT unnest(?::VARCHAR[]))"
+STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
 @dataclass
@@ -65,12 +66,13 @@ def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
     return list(files), missing
 
 
-def _parse(path: Path) -> tuple[str, list[Trajectory]] | str:
-    """(format, runs), or the reason the file is skipped."""
-    if not is_candidate(path):
+def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | str:
+    """(format, runs or an OTLP file's spans), or the reason the file is skipped."""
+    is_otlp = otlp_json.sniff(path)
+    if not is_otlp and not is_candidate(path):
         return NOT_A_TRAJECTORY
     try:
-        return parse_file(path)
+        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else parse_file(path)
     except TrajectoryFormatError as exc:
         return str(exc)
     except RecursionError:
@@ -126,6 +128,28 @@ class _Writer:
                     reason = f"could not be stored ({type(exc).__name__}: {exc})"
                     self.report.skipped.append((str(path), reason))
 
+    def add_spans(self, path: Path, parsed: otlp_json.OtlpFile) -> None:
+        """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""
+        stored: dict[str, dict[str, str | None]] = {}
+        try:
+            if self.store.path.exists() or self.store.segments_dir.exists():
+                with self.store.reader(locked_down=False) as conn:
+                    rows = conn.execute(STORED_SPANS, [parsed.trace_ids]).fetchall()
+                for trace_id, span_id, run_id in rows:
+                    stored.setdefault(trace_id, {})[span_id] = run_id
+            result = parsed.rows(stored)
+            SegmentWriter(self.store.path).write(result.rows)
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
+            self.report.skipped.append((str(path), f"could not be stored ({type(exc).__name__}: {exc})"))
+            return
+        self.report.runs_imported += result.runs_new
+        self.report.runs_present += result.runs_present
+        self.report.steps_imported += result.steps_new
+        self.report.by_format[otlp_json.FORMAT] = (
+            self.report.by_format.get(otlp_json.FORMAT, 0) + result.runs_new + result.runs_present)
+
     def _write(self, runs: list[Trajectory]) -> None:
         fresh = {t.run_id: t for t in runs if t.run_id not in self.present}
         written, present = write_trajectories(self.store, runs)
@@ -146,10 +170,12 @@ def import_paths(
         parsed = _parse(path)
         if isinstance(parsed, str):
             report.skipped.append((str(path), parsed))
+        elif isinstance(found := parsed[1], otlp_json.OtlpFile):
+            writer.add_spans(path, found)
         else:
-            fmt, runs = parsed
-            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(runs)
-            writer.add(path, runs)
+            fmt = parsed[0]
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(found)
+            writer.add(path, found)
         if progress is not None and done < len(files):
             progress(done, len(files), report)
     writer.flush()

@@ -64,12 +64,15 @@ class Recording:
     output_tokens: int = 0
     children: list[str] = field(default_factory=list)
 
-    def tool_queues(self) -> dict[tuple[str, str], deque[RecordedTool]]:
-        """Recorded results by (tool, canonical args), in the order they were produced."""
+    def tool_queues(self, until_step: int | None = None) -> dict[tuple[str, str], deque[RecordedTool]]:
+        """Recorded results by (tool, canonical args), in the order they were produced (only those of
+        steps before ``until_step`` when given)."""
         from tracer.textsafe import canonical_json
 
         queues: dict[tuple[str, str], deque[RecordedTool]] = defaultdict(deque)
         for t in sorted(self.tools, key=lambda t: (t.step, t.call_index)):
+            if until_step is not None and t.step >= until_step:
+                continue
             queues[(t.tool, canonical_json(t.args))].append(t)
         return queues
 
@@ -92,7 +95,7 @@ FROM tool_call_records WHERE run_id = ? ORDER BY step, call_index
 
 
 def resolve_run(conn: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    rows = conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? || '%' LIMIT 2", [run_id]).fetchall()
+    rows = conn.execute("SELECT run_id FROM runs WHERE starts_with(run_id, ?) LIMIT 2", [run_id]).fetchall()
     if not rows:
         raise RecordingError(f"no run {run_id!r} in this store")
     if len(rows) > 1:
@@ -115,8 +118,13 @@ def load_recording(store: Store, run_id: str) -> Recording:
                              "loop, or by an older version): it can be analysed but not replayed")
     if not calls:
         raise RecordingError(f"run {run_id} has no recorded model calls")
-    if status == "incomplete":
-        status = "incomplete"  # replayable up to its last recorded call; `resume` continues it
+    steps_seen = sorted({c[12] for c in calls if c[12] is not None})
+    last = steps_seen[-1] if steps_seen else 0
+    if status != "incomplete":
+        last = max(last, int(n_steps or 0))  # a finished run has a model call in every step
+    missing = sorted(set(range(1, last + 1)) - set(steps_seen))
+    if missing:
+        raise RecordingError(f"run {run_id}: no model call recorded for step(s) {', '.join(map(str, missing[:10]))}")
     rows = [
         {"call_id": c[0], "base_call_id": c[1], "params": json.loads(c[2] or "{}"), "system_sha": c[3],
          "system": json.loads(c[4]) if c[4] else None, "tools_sha": c[5], "tools": json.loads(c[6]) if c[6] else None,
@@ -132,10 +140,6 @@ def load_recording(store: Store, run_id: str) -> Recording:
                      error=c[11], input_tokens=c[13] or 0, output_tokens=c[14] or 0, cost_usd=c[15] or 0.0)
         for c in calls
     ]
-    steps_seen = sorted({c.step for c in recorded if c.step is not None})
-    missing = sorted(set(range(1, (steps_seen[-1] if steps_seen else 0) + 1)) - set(steps_seen))
-    if missing:
-        raise RecordingError(f"run {run_id}: no model call recorded for step(s) {', '.join(map(str, missing[:10]))}")
     return Recording(
         run_id=run_id, agent=agent, task=task or "", model=model or "", status=status, config=config,
         calls=recorded,

@@ -21,19 +21,22 @@ from pathlib import Path
 from replay.cassette import load_cassette
 from replay.replayer import replay
 from tracer import Tracing
+from tracer.store import Store
 
 CASSETTE = Path(__file__).with_name({cassette_name!r})
 
 
 def test_run_{short_id}_replays_the_same(tmp_path):
     recording = load_cassette(CASSETTE)
-    with Tracing(tmp_path / "replay.duckdb") as tracing:
+    db = tmp_path / "replay.duckdb"
+    with Tracing(db) as tracing:
         report = replay(recording, tracing)
     result = report.result
     assert report.model.drift is None, report.model.drift
     assert result.status == {status!r}
-    tools = [block["name"] for message in result.messages if message["role"] == "assistant"
-             for block in message["content"] if block.get("type") == "tool_use"]
+    with Store(db).reader() as conn:
+        tools = [row[0] for row in conn.execute(
+            "SELECT tool FROM tool_calls WHERE run_id = ? ORDER BY step, call_index", [result.run_id]).fetchall()]
     assert tools == {tools!r}
     assert len(tools) <= {max_tool_calls}
     assert {stagnated!r} or result.status != "stagnated"
@@ -45,8 +48,7 @@ def export_test(recording: Recording, test_path: str | Path) -> tuple[Path, Path
     cassette = test_path.with_name(test_path.stem + ".cassette.json")
     test_path.parent.mkdir(parents=True, exist_ok=True)
     save_cassette(recording, cassette)
-    tools = [block["name"] for call in recording.calls if call.response
-             for block in call.response.get("content", []) if block.get("type") == "tool_use"]
+    tools = [t.tool for t in sorted(recording.tools, key=lambda t: (t.step, t.call_index))]
     test_path.write_text(TEMPLATE.format(
         run_id=recording.run_id, agent=recording.agent, task=recording.task[:80], cassette_name=cassette.name,
         short_id=recording.run_id[:8], status=recording.status, tools=tools, max_tool_calls=len(tools),

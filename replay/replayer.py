@@ -53,6 +53,7 @@ class ReplayModel:
     drift_step: int | None = None
     drift: str | None = None
     live_from_step: int | None = None
+    ran_out_at_step: int | None = None  # the loop asked for more than the recording holds
 
     @property
     def name(self) -> str:
@@ -73,6 +74,7 @@ class ReplayModel:
         if k >= len(calls):
             if self.live is not None:
                 return self._go_live(request, on_retry, next_step)
+            self.ran_out_at_step = next_step
             raise ModelError(f"the recording ends after {len(calls)} model calls (step {next_step - 1}); "
                              "continuing needs a live model (--base-url)")
         recorded = calls[k]
@@ -93,14 +95,17 @@ class ReplayModel:
         return json.loads(restore_env(json.dumps(recorded.response)))
 
 
-def _replay_tools(recording: Recording, live_tools: Mapping[str, Tool]) -> tuple[list[Tool], list[Tool]]:
-    """(tools before ``done``, tools after it) as recorded, serving recorded results."""
+def _replay_tools(
+    recording: Recording, live_tools: Mapping[str, Tool], model: ReplayModel, until_step: int | None
+) -> tuple[list[Tool], list[Tool]]:
+    """(tools before ``done``, tools after it) as recorded, serving recorded results: only those of
+    steps before ``until_step`` (a fork), and none once the model has gone live."""
     specs = recording.calls[0].request.get("tools") or []
-    queues = recording.tool_queues()
+    queues = recording.tool_queues(until_step)
 
     def serve(name: str) -> Any:
         def run(**args: Any) -> ToolResult | str:
-            queue = queues.get((name, canonical_json(args)))
+            queue = queues.get((name, canonical_json(args))) if model.live_from_step is None else None
             if queue:
                 t = queue.popleft()
                 return ToolResult(restore_env(t.observation), t.is_error, t.error_type)
@@ -120,9 +125,7 @@ def _replay_tools(recording: Recording, live_tools: Mapping[str, Tool]) -> tuple
             continue
         if name in _LOOP_TOOLS:
             continue
-        live = name in live_tools and not queues
-        tool = Tool(name, spec.get("description", ""), spec.get("input_schema") or {"type": "object"},
-                    live_tools[name].run if live else serve(name))
+        tool = Tool(name, spec.get("description", ""), spec.get("input_schema") or {"type": "object"}, serve(name))
         (after if seen_done else before).append(tool)
     return before, after
 
@@ -147,6 +150,10 @@ class ReplayReport:
             out.append(f"drift at step {m.drift_step}: {m.drift}")
         if m.live_from_step is not None:
             out.append(f"continued with the live model from step {m.live_from_step}")
+        elif m.ran_out_at_step is not None:
+            out.append(f"identical through step {m.ran_out_at_step - 1}; the recording ends there, and step "
+                       f"{m.ran_out_at_step} needs a live model (give --base-url, or set ANTHROPIC_API_KEY)")
+            return out
         elif m.drift is None:
             last = r.steps if r.status == o.status else min(r.steps, o.n_steps)
             out.append(f"identical through step {last}")
@@ -183,7 +190,7 @@ def replay(
         fork_call = next((i for i, c in enumerate(recording.calls) if (c.step or 0) >= fork_at_step),
                          len(recording.calls))
     model = ReplayModel(recording, strict=strict, live=live_model, fork_at_call=fork_call)
-    before, after = _replay_tools(recording, {t.name: t for t in live_tools})
+    before, after = _replay_tools(recording, {t.name: t for t in live_tools}, model, fork_at_step)
     agent = Agent(model, before, tracing, system=system if system is not None else config["system"], policy=policy,
                   name=config.get("agent", recording.agent), scratchpad=bool(config.get("scratchpad", True)),
                   tool_factories=[(lambda run, t=t: t) for t in after])

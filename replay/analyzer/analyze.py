@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
@@ -20,6 +20,9 @@ from tracer.store.segments import arrow_schema
 
 from .rules import Diagnosis, RunView, StepView, diagnose
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+if TYPE_CHECKING:
+    from tracer.export.source import ParquetSource
 
 __all__ = ["RunDiagnoses", "load_runs", "analyze_store", "RUNS_SQL", "STEPS_SQL"]
 
@@ -65,8 +68,8 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
         yield RunView(run_id, status, tuple(steps.get(run_id, ())), model, error)
 
 
-def analyze_store(store: Store, *, run_ids: Sequence[str] | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-                  write: bool = True) -> list[RunDiagnoses]:
+def analyze_store(store: Store | ParquetSource, *, run_ids: Sequence[str] | None = None,
+                  thresholds: Thresholds = DEFAULT_THRESHOLDS, write: bool = True) -> list[RunDiagnoses]:
     with store.reader(locked_down=False) as conn:
         results = [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn, run_ids)]
     if write and results:
@@ -84,7 +87,7 @@ def _rows(results: Sequence[RunDiagnoses]) -> list[dict[str, Any]]:
     ]
 
 
-def _write(store: Store, results: Sequence[RunDiagnoses]) -> None:
+def _write(store: Store | ParquetSource, results: Sequence[RunDiagnoses]) -> None:
     data = pa.Table.from_pylist(_rows(results), schema=arrow_schema("diagnoses"))  # noqa: F841 - read by SQL
     ids = [r.run_id for r in results]
     with store.writer() as conn:

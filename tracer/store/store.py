@@ -181,6 +181,8 @@ class Store:
         With ``locked_down`` (the default for user SQL) the session cannot touch files, load
         extensions or change settings: see ``lockdown``.
         """
+        if not self.path.exists() and not self.segments_dir.exists():
+            raise StoreError(f"{self.path}: no such store (nothing has been traced or imported into it yet)")
         if absorb or not self.path.exists():
             try:
                 self.compact(wait=min(wait, 1.0) if self.path.exists() else wait)

@@ -4,7 +4,8 @@ Every file is parsed whole into ``Trajectory`` values before anything is written
 is skipped with a reason and never half-imported. Parsed files are written ``BATCH_FILES`` at a time
 (one store transaction each: opening the store per file would dominate the run time); when a batch
 fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
-(``StoreError``) stops an import.
+(``StoreError``) stops an import. OTLP JSON files hold spans rather than trajectories: each is mapped
+and written at once as one segment, as ``looptrace collect`` writes (``importers/otlp_json.py``).
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ __all__ = ["register"]
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from .export.source import open_source
     from .sql import QueryError, run_query
     from .table import write_rows
 
     try:
-        result = run_query(Store(args.db), args.query, limit=args.limit, timeout=args.timeout)
+        result = run_query(open_source(args.db), args.query, limit=args.limit, timeout=args.timeout)
     except (QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "diagnoses, spans).", f'looptrace sql --db {DEFAULT_DB} "SELECT status, count(*) FROM runs GROUP BY 1"',
     )
     p.add_argument("query", help="one SQL statement")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"store path or Parquet export folder (default {DEFAULT_DB})")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
     p.add_argument("--timeout", type=float, default=30.0, help="stop the query after this many seconds")

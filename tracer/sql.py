@@ -9,11 +9,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from .store import Store
+
+if TYPE_CHECKING:
+    from .export.source import ParquetSource
 
 __all__ = ["QueryError", "QueryResult", "run_query", "check_single_statement", "DEFAULT_TIMEOUT"]
 
@@ -75,7 +78,9 @@ def execute(
     return QueryResult(columns, rows[:limit] if truncated else rows, truncated, time.perf_counter() - started)
 
 
-def run_query(store: Store, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> QueryResult:
+def run_query(
+    store: Store | ParquetSource, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> QueryResult:
     check_single_statement(sql)
     with store.reader(locked_down=True) as conn:
         return execute(conn, sql, limit=limit, timeout=timeout)

@@ -1,8 +1,9 @@
 """``Tracing``: one TracerProvider wired to the store (and optionally an OTLP endpoint).
 
 The store gets the SDK's batch processor with back-pressure (no silent drops) plus a processor that
-records runs as they start; an OTLP endpoint gets the SDK's stock BatchSpanProcessor, whose bounded
-queue drops rather than slowing the agent when the endpoint is slow or dead.
+records runs as they start; an OTLP endpoint gets the SDK's BatchSpanProcessor, whose bounded queue
+drops rather than slowing the agent when the endpoint is slow or dead, counting per run what it
+loses into ``export_drops`` (``tracer/export/otlp.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from .exporter import DuckDBSpanExporter
 from .manual import Run
@@ -80,10 +80,9 @@ class Tracing:
             )
         endpoint = otlp_endpoint or _otlp_endpoint_from_env()
         if endpoint:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from .export.otlp import otlp_processor
 
-            url = endpoint if endpoint.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
-            self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+            self.provider.add_span_processor(otlp_processor(endpoint, store=self.exporter))
         if set_global:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from .errors import StoreError
-from .tables import SCHEMA_MIGRATIONS, TABLES
+from .tables import EXPORT_DROPS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEWS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version"]
@@ -29,9 +29,14 @@ def _m002_run_totals(conn: duckdb.DuckDBPyConnection) -> None:
         conn.execute(f"ALTER TABLE run_records ADD COLUMN {column} {kind}")
 
 
+def _m003_export_drops(conn: duckdb.DuckDBPyConnection) -> None:
+    conn.execute(EXPORT_DROPS)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
+    (3, "export_drops", _m003_export_drops),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import duckdb
+import pyarrow as pa
 
 from . import segments as seg
 from .errors import StoreError
@@ -219,7 +220,14 @@ class Store:
                 ).fetchall()
             }
             names = [n for n in names if n not in done]
+        present = {r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'").fetchall()}
         for table in (*RECORD_TABLES, "absorbed_segments"):
+            base = f"store.{table}"
+            if table not in present:  # added by a migration this file has not had yet (it was busy)
+                empty = pa.Table.from_pylist([], schema=seg.arrow_schema(table))  # noqa: F841 - read by SQL
+                conn.execute(f"CREATE TEMP TABLE _missing_{table} AS SELECT * FROM empty")
+                base = f"_missing_{table}"
             files = seg.segment_files(self.segments_dir, names, table) if table in RECORD_TABLES else []
             if files:
                 # Copied in now: once locked down, the session may no longer read files.
@@ -234,11 +242,11 @@ class Store:
                     files = []
             if files:
                 conn.execute(
-                    f"CREATE VIEW {table} AS SELECT * FROM store.{table} "
+                    f"CREATE VIEW {table} AS SELECT * FROM {base} "
                     f"UNION ALL BY NAME SELECT * FROM _pending_{table}"
                 )
             else:
-                conn.execute(f"CREATE VIEW {table} AS SELECT * FROM store.{table}")
+                conn.execute(f"CREATE VIEW {table} AS SELECT * FROM {base}")
 
 
 def _sql_str(path: Path) -> str:

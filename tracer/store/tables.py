@@ -7,7 +7,7 @@ its totals) are computed by the views in ``views.py``, never stored twice.
 
 from __future__ import annotations
 
-__all__ = ["TABLES", "RECORD_TABLES"]
+__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS"]
 
 SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -152,6 +152,17 @@ CREATE TABLE absorbed_segments (
     n_rows      BIGINT
 )"""
 
+# Schema version 3: spans another exporter (OTLP) lost, per run, recorded by the tracing process at
+# shutdown. Not in TABLES, which is what migration 1 creates.
+EXPORT_DROPS = """
+CREATE TABLE export_drops (
+    run_id      VARCHAR,
+    exporter    VARCHAR NOT NULL,
+    dropped     BIGINT NOT NULL,
+    failed      BIGINT NOT NULL,
+    recorded_at TIMESTAMP NOT NULL
+)"""
+
 TABLES: dict[str, str] = {
     "spans": SPANS,
     "run_records": RUN_RECORDS,
@@ -172,4 +183,5 @@ RECORD_TABLES: tuple[str, ...] = (
     "llm_call_records",
     "diagnoses",
     "writer_stats",
+    "export_drops",
 )

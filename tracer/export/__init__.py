@@ -1,0 +1,18 @@
+"""Getting data out of a store: Parquet export, reading an export like a store, OTLP out.
+
+``looptrace export`` writes a store as partitioned Parquet (``parquet.py``, layout in ``layout.py``);
+``ParquetSource`` (``source.py``) reads such a folder with the same views as a store, so
+``looptrace sql`` and ``looptrace analyze`` work on either; ``evaluation.py`` sends diagnoses to an
+OTLP backend; ``otlp.py`` is the tracer's OTLP path, which counts what it loses per run.
+"""
+
+from __future__ import annotations
+
+from .layout import MANIFEST, ExportError, Manifest, read_manifest
+from .parquet import ExportReport, export_parquet
+from .source import ParquetSource, open_source
+
+__all__ = [
+    "export_parquet", "ExportReport", "ParquetSource", "open_source", "ExportError", "Manifest",
+    "read_manifest", "MANIFEST",
+]

@@ -1,0 +1,49 @@
+"""``looptrace export``: write a store as partitioned Parquet, all of it or what is new since last time."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tracer.cli import add_command
+from tracer.tracing import DEFAULT_DB
+
+__all__ = ["register"]
+
+
+def _export(args: argparse.Namespace) -> int:
+    from tracer.store import StoreError
+
+    from .parquet import export_parquet, parse_since
+
+    try:
+        since = parse_since(args.since) if args.since else None
+        report = export_parquet(args.db, args.parquet, since=since)
+    except (StoreError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    rate = report.total_rows / report.seconds if report.seconds else 0.0
+    runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
+    print(f"exported {runs} ({report.total_rows} rows, {report.files} files, {report.bytes / 1e6:.1f} MB) to "
+          f"{report.folder} in {report.seconds:.2f}s ({rate:,.0f} rows/s)")
+    print("rows: " + ", ".join(f"{t} {n}" for t, n in report.rows.items() if n))
+    if report.waiting:
+        print(f"{report.waiting} run{'s are' if report.waiting != 1 else ' is'} still running: a later "
+              "export with --since auto takes them")
+    print(f"high-water mark {report.high_water.isoformat(sep=' ')} UTC; add what is new later with:\n"
+          f"  looptrace export --db {args.db} --parquet {args.parquet} --since auto")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub, "export", "Write the store as Parquet partitioned by table, day and agent (docs/parquet.md); "
+        "`looptrace sql` and `looptrace analyze` read the folder like a store.",
+        f"looptrace export --db {DEFAULT_DB} --parquet traces-parquet/ --since auto",
+    )
+    p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    p.add_argument("--parquet", required=True, metavar="DIR", help="export folder (created if missing)")
+    p.add_argument("--since", default=None, metavar="TIMESTAMP|auto",
+                   help="only runs ready at or after this UTC time; 'auto': since the folder's last export. "
+                   "Runs already in the folder are never written twice.")
+    p.set_defaults(func=_export)

@@ -32,7 +32,9 @@ class ViewerApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, db: str | os.PathLike[str], *, refresh_seconds: float | None = REFRESH_SECONDS) -> None:
+    def __init__(
+        self, db: str | os.PathLike[str], *, refresh_seconds: float | None = REFRESH_SECONDS
+    ) -> None:
         super().__init__()
         self.store = Store(db)
         self.refresh_seconds = refresh_seconds

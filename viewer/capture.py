@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled, WorkerState
 
 __all__ = ["screen_text", "settle", "mask", "capture", "SIZE"]
 
@@ -23,13 +26,15 @@ SIZE = (160, 48)
 # Parts of a capture that change from one store to the next: times, ids, durations.
 _VOLATILE = (
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "YYYY-MM-DD hh:mm:ss"),
+    (re.compile(r"\b\d\d-\d\d \d\d:\d\d\b"), "MM-DD hh:mm"),
     (re.compile(r"\b[0-9a-f]{8,32}\b"), lambda m: "#" * len(m.group())),
     (re.compile(r"toolu_[0-9a-zA-Z]+"), lambda m: "toolu_" + "#" * (len(m.group()) - 6)),
-    (re.compile(r"\b\d+(\.\d+)?(s|m\d\ds| ms| s)(?=\W|$)"), lambda m: "~" * len(m.group())),
+    # Durations vary in length too, so they and the padding before them become one "~".
+    (re.compile(r" *\b\d+(\.\d+)?(s|m\d\ds| ms| s)(?=\W|$)"), " ~"),
 )
 
 
-def screen_text(app: App[object]) -> str:
+def screen_text(app: App[Any]) -> str:
     """What the current screen shows, as plain text lines (trailing spaces removed)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join(strip.text.rstrip() for strip in strips)
@@ -41,12 +46,22 @@ def mask(text: str) -> str:
     return text
 
 
-async def settle(pilot: Pilot[object], rounds: int = 3) -> None:
-    """Wait until workers are done and their messages handled."""
-    for _ in range(rounds):
+async def settle(pilot: Pilot[Any], timeout: float = 30.0) -> None:
+    """Wait until the screen has shown what it loads: no worker running, no load in flight."""
+    from .screens.base import ViewerScreen
+
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while time.monotonic() < deadline and (
+        any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+        or (isinstance(pilot.app.screen, ViewerScreen) and pilot.app.screen.busy)
+    ):
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:  # superseded by a newer load of the same group: that one counts
+            pass
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+    await pilot.pause()
 
 
 async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
@@ -59,7 +74,7 @@ async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
     written: list[Path] = []
     app = ViewerApp(db, refresh_seconds=None)
 
-    async def save(name: str, pilot: Pilot[object]) -> None:
+    async def save(name: str, pilot: Pilot[Any]) -> None:
         await settle(pilot)
         path = out / f"{name}.txt"
         path.write_text(screen_text(pilot.app) + "\n", encoding="utf-8")

@@ -6,14 +6,19 @@ Every query is bounded (``LIMIT n + 1`` tells "more exist" without counting), an
 in SQL (``left(...)``) with its full size beside it, so opening a step of a huge run moves at most
 ``TEXT_CAP`` characters per field. The timeline never reads observations at all.
 
+``Store.reader`` makes sessions of one store take turns within the process and takes the file for
+writing only when a segment is pending, so a refresh is cheap.
+
 This module never imports Textual: the UI calls it from thread workers, tests call it directly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -23,6 +28,10 @@ from tracer.store import Store
 
 from .filters import RunFilter
 from .format import pretty_json
+from .queries import (
+    ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
+    STEP_CALLS_SQL, STEP_LLM_SQL, TIMELINE_SQL,
+)
 
 __all__ = [
     "RUNS_PAGE", "TIMELINE_LIMIT", "TEXT_CAP", "CALLS_LIMIT", "SQL_ROW_LIMIT", "SQL_TIMEOUT", "SORTS",
@@ -39,127 +48,6 @@ DIAGNOSES_LIMIT = 20
 LLM_CALLS_LIMIT = 10
 SQL_ROW_LIMIT = 1_000  # hard limit pushed into user queries in the SQL screen
 SQL_TIMEOUT = 10.0
-
-# ORDER BY clauses the runs table can sort by: chosen by name, never built from input.
-SORTS: dict[str, str] = {
-    "started": "r.started_at",
-    "agent": "lower(r.agent)",
-    "task": "lower(r.task)",
-    "model": "lower(r.model)",
-    "status": "r.status",
-    "diagnosis": "d.label",
-    "steps": "r.n_steps",
-    "tokens": "r.input_tokens + r.output_tokens",
-    "cost": "r.cost_usd",
-    "duration": "seconds",
-}
-
-# Roots only unless a filter or a parent is given: children are reached from their parent.
-RUNS_SQL = """
-WITH r AS MATERIALIZED (SELECT * FROM runs),
-d AS (
-    SELECT run_id, any_value(label) FILTER (WHERE is_primary) AS label,
-           count(*) FILTER (WHERE NOT is_primary) AS other_labels, list(DISTINCT label) AS labels
-    FROM diagnoses GROUP BY run_id
-),
-kids AS (
-    SELECT p AS run_id, count(DISTINCT run_id) AS children
-    FROM (SELECT run_id, unnest([parent_run_id, replay_of, forked_from]) AS p FROM r)
-    WHERE p IS NOT NULL GROUP BY p
-)
-SELECT r.run_id, r.parent_run_id, r.replay_of, r.forked_from, r.started_at, r.agent,
-       left(r.task, 300) AS task, r.model, r.status, d.label, coalesce(d.other_labels, 0) AS other_labels,
-       r.n_steps, r.input_tokens + r.output_tokens AS tokens, r.cost_usd,
-       date_diff('millisecond', r.started_at, coalesce(r.ended_at, r.last_seen_at)) / 1000.0 AS seconds,
-       coalesce(kids.children, 0) AS children
-FROM r
-LEFT JOIN d USING (run_id)
-LEFT JOIN kids USING (run_id)
-WHERE CASE WHEN $parent IS NOT NULL THEN $parent IN (r.parent_run_id, r.replay_of, r.forked_from)
-           WHEN $roots THEN r.parent_run_id IS NULL AND r.replay_of IS NULL AND r.forked_from IS NULL
-           ELSE true END
-  AND (len($statuses) = 0 OR list_contains($statuses, lower(r.status)))
-  AND (len($labels) = 0 OR list_has_any($labels, d.labels))
-  AND (len($agents) = 0 OR len(list_filter($agents, lambda a: contains(lower(r.agent), a))) > 0)
-  AND (len($models) = 0 OR len(list_filter($models, lambda m: contains(lower(r.model), m))) > 0)
-  AND len(list_filter($words, lambda w: NOT (contains(lower(coalesce(r.task, '')), w)
-                                             OR starts_with(r.run_id, w)))) = 0
-ORDER BY {order} NULLS LAST, r.run_id
-LIMIT $limit
-"""
-
-RUN_COUNT_SQL = "SELECT count(*) FROM runs"
-
-RUN_SQL = """
-SELECT run_id, parent_run_id, replay_of, forked_from, fork_step, source, agent, left(task, 2000) AS task,
-       model, status, started_at, ended_at, n_steps, input_tokens, output_tokens, cost_usd, n_llm_calls,
-       left(answer, 2000) AS answer, left(error, 2000) AS error, strategy,
-       date_diff('millisecond', started_at, coalesce(ended_at, last_seen_at)) / 1000.0 AS seconds
-FROM runs WHERE run_id = $run_id
-"""
-
-CHILDREN_SQL = "SELECT count(*) FROM runs WHERE $run_id IN (parent_run_id, replay_of, forked_from)"
-
-# One line per step. Observations are never read here: only their sizes.
-TIMELINE_SQL = """
-SELECT step,
-       list(tool ORDER BY call_index) AS tools,
-       list(left(CAST(args AS VARCHAR), 200) ORDER BY call_index) AS args,
-       sum(observation_bytes) AS observation_bytes,
-       sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-       max(context_tokens) AS context_tokens, sum(cost_usd) AS cost_usd,
-       bool_or(is_error) AS is_error,
-       list(DISTINCT error_type) FILTER (WHERE error_type IS NOT NULL) AS error_types,
-       CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
-       END AS action_key
-FROM steps WHERE run_id = $run_id
-GROUP BY step ORDER BY step
-LIMIT $limit
-"""
-
-# The action of each step, for comparing a replay or fork with its original.
-ACTIONS_SQL = """
-SELECT step, CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
-       END AS action_key
-FROM steps WHERE run_id = $run_id
-GROUP BY step ORDER BY step
-LIMIT $limit
-"""
-
-DIAGNOSES_SQL = """
-SELECT label, is_primary, first_step, last_step, left(CAST(evidence AS VARCHAR), 20000) AS evidence,
-       left(explanation, 2000) AS explanation
-FROM diagnoses WHERE run_id = $run_id
-ORDER BY is_primary DESC, first_step NULLS LAST, label
-LIMIT $limit
-"""
-
-STEP_CALLS_SQL = """
-SELECT call_index, tool, left(CAST(args AS VARCHAR), $cap) AS args, strlen(CAST(args AS VARCHAR)) AS args_bytes,
-       left(observation, $cap) AS observation, observation_bytes, is_error, error_type, tool_call_id,
-       started_at, ended_at, left(thought, $cap) AS thought, strlen(thought) AS thought_bytes,
-       input_tokens, output_tokens, context_tokens, cost_usd, left(CAST(events AS VARCHAR), $cap) AS events
-FROM steps WHERE run_id = $run_id AND step = $step
-ORDER BY call_index
-LIMIT $limit
-"""
-
-STEP_LLM_SQL = """
-SELECT model, response_model, stop_reason, input_tokens, output_tokens, cache_read_tokens,
-       cache_creation_tokens, cost_usd, latency_ms, retries, left(error, 2000) AS error
-FROM llm_calls WHERE run_id = $run_id AND step = $step
-ORDER BY started_at
-LIMIT $limit
-"""
-
-# Everything, uncut: only for the pager, on request.
-FULL_STEP_SQL = """
-SELECT call_index, tool, CAST(args AS VARCHAR) AS args, observation, thought
-FROM steps WHERE run_id = $run_id AND step = $step
-ORDER BY call_index
-"""
 
 
 @dataclass(frozen=True)
@@ -317,6 +205,13 @@ class StepDetail:
         return max(0, total - shown)
 
 
+@contextmanager
+def _session(store: Store) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A locked-down reader session, closed on exit."""
+    with store.reader(locked_down=True) as conn:
+        yield conn
+
+
 def _rows(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     cursor = conn.execute(sql, params)
     names = [d[0] for d in cursor.description or []]
@@ -337,13 +232,13 @@ def list_runs(
         "parent": parent, "roots": not flt.active, "statuses": list(flt.statuses), "labels": list(flt.labels),
         "agents": list(flt.agents), "models": list(flt.models), "words": list(flt.words), "limit": limit + 1,
     }
-    with store.reader() as conn:
+    with _session(store) as conn:
         raw = _rows(conn, RUNS_SQL.format(order=order), params)
         total = conn.execute(RUN_COUNT_SQL).fetchone()
     rows, more = _bounded(raw, limit)
     return RunPage(
-        [RunRow(**{**r, "n_steps": r["n_steps"] or 0, "tokens": r["tokens"] or 0, "cost_usd": r["cost_usd"] or 0.0})
-         for r in rows],
+        [RunRow(**{**r, "n_steps": r["n_steps"] or 0, "tokens": r["tokens"] or 0,
+                   "cost_usd": r["cost_usd"] or 0.0}) for r in rows],
         more, int(total[0]) if total else 0,
     )
 
@@ -360,7 +255,7 @@ def _timeline_step(r: dict[str, Any]) -> TimelineStep:
 
 def load_run(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> RunDetail | None:
     """A run's totals, its step timeline (no observations) and its diagnoses; None if no such run."""
-    with store.reader() as conn:
+    with _session(store) as conn:
         info = _rows(conn, RUN_SQL, {"run_id": run_id})
         if not info:
             return None
@@ -380,15 +275,16 @@ def load_run(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> RunDe
 
 def load_actions(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> list[tuple[int, str | None]]:
     """``(step, action_key)`` for each step of a run: what divergence is measured on."""
-    with store.reader() as conn:
+    with _session(store) as conn:
         rows = conn.execute(ACTIONS_SQL, {"run_id": run_id, "limit": limit}).fetchall()
     return [(int(step), key) for step, key in rows]
 
 
 def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> StepDetail | None:
     """One step with its text cut to ``cap`` characters per field, and its model calls."""
-    with store.reader() as conn:
-        calls = _rows(conn, STEP_CALLS_SQL, {"run_id": run_id, "step": step, "cap": cap, "limit": CALLS_LIMIT + 1})
+    with _session(store) as conn:
+        calls = _rows(conn, STEP_CALLS_SQL,
+                      {"run_id": run_id, "step": step, "cap": cap, "limit": CALLS_LIMIT + 1})
         llm = _rows(conn, STEP_LLM_SQL, {"run_id": run_id, "step": step, "limit": LLM_CALLS_LIMIT + 1})
     if not calls:
         return None
@@ -399,7 +295,8 @@ def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> S
         run_id=run_id, step=step, thought=first["thought"], thought_bytes=int(first["thought_bytes"] or 0),
         calls=[
             ToolCallDetail(
-                call_index=c["call_index"], tool=c["tool"], args=c["args"], args_bytes=int(c["args_bytes"] or 0),
+                call_index=c["call_index"], tool=c["tool"], args=c["args"],
+                args_bytes=int(c["args_bytes"] or 0),
                 observation=c["observation"], observation_bytes=int(c["observation_bytes"] or 0),
                 is_error=bool(c["is_error"]), error_type=c["error_type"], tool_call_id=c["tool_call_id"],
             )
@@ -409,14 +306,15 @@ def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> S
         model_calls=[ModelCall(**m) for m in llm],
         more_model_calls=more_llm,
         input_tokens=int(first["input_tokens"] or 0), output_tokens=int(first["output_tokens"] or 0),
-        context_tokens=first["context_tokens"], cost_usd=float(first["cost_usd"] or 0.0), events=first["events"],
+        context_tokens=first["context_tokens"], cost_usd=float(first["cost_usd"] or 0.0),
+        events=first["events"],
         started_at=first["started_at"], ended_at=first["ended_at"],
     )
 
 
 def full_step_text(store: Store, run_id: str, step: int) -> str:
     """A step's whole thought, arguments and observations, uncut: what ``o`` opens in the pager."""
-    with store.reader() as conn:
+    with _session(store) as conn:
         rows = conn.execute(FULL_STEP_SQL, {"run_id": run_id, "step": step}).fetchall()
     if not rows:
         return ""
@@ -424,11 +322,14 @@ def full_step_text(store: Store, run_id: str, step: int) -> str:
     for call_index, tool, args, observation, _ in rows:
         if tool is None and observation is None:
             continue
-        parts += ["", f"== call {call_index}: {tool} ==", pretty_json(args), "", "== observation ==", observation or ""]
+        parts += ["", f"== call {call_index}: {tool} ==", pretty_json(args),
+                  "", "== observation ==", observation or ""]
     return "\n".join(parts) + "\n"
 
 
-def run_sql(store: Store, sql: str, *, limit: int = SQL_ROW_LIMIT, timeout: float = SQL_TIMEOUT) -> QueryResult:
+def run_sql(
+    store: Store, sql: str, *, limit: int = SQL_ROW_LIMIT, timeout: float = SQL_TIMEOUT
+) -> QueryResult:
     """User SQL, exactly as ``looptrace sql`` runs it: one read-only statement on a locked-down session."""
     return run_query(store, sql, limit=limit, timeout=timeout)
 

@@ -34,7 +34,7 @@ def _tokens(text: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError:  # an unclosed quote while the user is still typing
-        return text.replace('"', " ").replace("'", " ").split()
+        return text.replace('"', "").replace("'", "").split()
 
 
 def parse_filter(text: str) -> RunFilter:

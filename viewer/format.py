@@ -5,11 +5,25 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-__all__ = ["fmt_int", "fmt_cost", "fmt_seconds", "fmt_bytes", "fmt_time", "short_args", "pretty_json"]
+__all__ = [
+    "fmt_int", "fmt_compact", "fmt_cost", "fmt_seconds", "fmt_bytes", "fmt_time", "fmt_short_time",
+    "short_args", "pretty_json", "evidence_lines",
+]
 
 
 def fmt_int(n: int | float | None) -> str:
     return "" if n is None else f"{int(n):,}"
+
+
+def fmt_compact(n: int | float | None) -> str:
+    """A count in at most 6 characters: 3,142 / 186k / 1.2M."""
+    if n is None:
+        return ""
+    if n < 10_000:
+        return f"{int(n):,}"
+    if n < 1_000_000:
+        return f"{n / 1000:.0f}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 def fmt_cost(usd: float | None) -> str:
@@ -21,6 +35,8 @@ def fmt_cost(usd: float | None) -> str:
 def fmt_seconds(seconds: float | None) -> str:
     if seconds is None:
         return ""
+    if seconds < 10:
+        return f"{seconds:.2f}s"
     if seconds < 60:
         return f"{seconds:.1f}s"
     minutes, secs = divmod(int(seconds), 60)
@@ -45,6 +61,11 @@ def fmt_time(when: datetime | None) -> str:
     return "" if when is None else when.isoformat(sep=" ", timespec="seconds")
 
 
+def fmt_short_time(when: datetime | None) -> str:
+    """Month, day, hours and minutes: enough to tell runs apart in a table."""
+    return "" if when is None else when.strftime("%m-%d %H:%M")
+
+
 def short_args(args: str | None, width: int = 48) -> str:
     """Tool arguments on one line: ``{"path": "a.txt"}`` becomes ``path=a.txt``."""
     if not args:
@@ -56,7 +77,8 @@ def short_args(args: str | None, width: int = 48) -> str:
     else:
         if isinstance(value, dict):
             text = " ".join(
-                f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in value.items()
+                f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                for k, v in value.items()
             )
         else:
             text = json.dumps(value, ensure_ascii=False)
@@ -72,3 +94,20 @@ def pretty_json(text: str | None) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
         return text
+
+
+def evidence_lines(text: str | None) -> str:
+    """A diagnosis's evidence (a JSON object) as ``key  value`` lines, values as compact JSON."""
+    if not text:
+        return ""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    width = max((len(str(k)) for k in value), default=0)
+    return "\n".join(
+        f"{str(k).ljust(width)}  {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+        for k, v in value.items()
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -93,22 +94,24 @@ class Store:
     @contextmanager
     def writer(self, *, wait: float = DEFAULT_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
         """An exclusive read-write connection, migrated and caught up with all segments. Keep it short."""
-        conn = self._connect(wait)
-        try:
-            migrate(conn, str(self.path))
-            self._absorb(conn)
-            yield conn
-        finally:
-            conn.close()
+        with _path_lock(self.path):
+            conn = self._connect(wait)
+            try:
+                migrate(conn, str(self.path))
+                self._absorb(conn)
+                yield conn
+            finally:
+                conn.close()
 
     def compact(self, *, wait: float = DEFAULT_WAIT) -> int:
         """Absorb all complete segments into the DuckDB file; return how many were absorbed."""
-        conn = self._connect(wait)
-        try:
-            migrate(conn, str(self.path))
-            return self._absorb(conn)
-        finally:
-            conn.close()
+        with _path_lock(self.path):
+            conn = self._connect(wait)
+            try:
+                migrate(conn, str(self.path))
+                return self._absorb(conn)
+            finally:
+                conn.close()
 
     def try_compact(self) -> int | None:
         """Absorb if the file is free right now; None if another process holds it."""
@@ -184,13 +187,34 @@ class Store:
         """
         if not self.path.exists() and not self.segments_dir.exists():
             raise StoreError(f"{self.path}: no such store (nothing has been traced or imported into it yet)")
-        if absorb or not self.path.exists():
+        # One DuckDB process cannot attach the same file twice at once: sessions of one path take turns.
+        with _path_lock(self.path):
+            # Take the file for writing only when there is something to absorb or migrate.
+            if absorb and (not self.path.exists() or seg.list_segments(self.segments_dir)):
+                self._try_compact(wait)
+            conn = self._attach(wait)
+            if schema_version(conn, "store") < SCHEMA_VERSION:
+                conn.close()
+                self._try_compact(wait)
+                conn = self._attach(wait)
             try:
-                self.compact(wait=min(wait, 1.0) if self.path.exists() else wait)
-            except StoreError as exc:
-                if not (isinstance(exc.__cause__, duckdb.Error) and is_lock_error(exc.__cause__)):
-                    raise
-                # Busy: another process is absorbing or reading. Read what is there plus segments.
+                self._session_tables(conn)
+                apply_views(conn)
+                if locked_down:
+                    lockdown(conn, memory_limit=memory_limit)
+                yield conn
+            finally:
+                conn.close()
+
+    def _try_compact(self, wait: float) -> None:
+        try:
+            self.compact(wait=min(wait, 1.0) if self.path.exists() else wait)
+        except StoreError as exc:
+            if not (isinstance(exc.__cause__, duckdb.Error) and is_lock_error(exc.__cause__)):
+                raise
+            # Busy: another process is absorbing or reading. Read what is there plus segments.
+
+    def _attach(self, wait: float) -> duckdb.DuckDBPyConnection:
         conn = duckdb.connect()
         try:
             _retry_locked(
@@ -201,13 +225,10 @@ class Store:
                 raise StoreError(
                     f"{self.path}: written by a newer looptrace (schema version {version}); upgrade looptrace."
                 )
-            self._session_tables(conn)
-            apply_views(conn)
-            if locked_down:
-                lockdown(conn, memory_limit=memory_limit)
-            yield conn
-        finally:
+        except BaseException:
             conn.close()
+            raise
+        return conn
 
     def _session_tables(self, conn: duckdb.DuckDBPyConnection) -> None:
         names = seg.list_segments(self.segments_dir)
@@ -247,6 +268,16 @@ class Store:
                 )
             else:
                 conn.execute(f"CREATE VIEW {table} AS SELECT * FROM {base}")
+
+
+_PATH_LOCKS: dict[str, threading.RLock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path: Path) -> threading.RLock:
+    key = os.path.realpath(path)
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(key, threading.RLock())
 
 
 def _sql_str(path: Path) -> str:

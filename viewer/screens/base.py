@@ -7,12 +7,13 @@ screen's handler updates widgets on the event loop. ``exclusive`` per group mean
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
 from textual.message import Message
 from textual.screen import Screen
-from textual.worker import get_current_worker
+from textual.worker import WorkerState, get_current_worker
 
 from tracer.store import Store
 
@@ -29,14 +30,34 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:299] + "…"
 
 
+class _LoadEnded(Message):
+    """Posted after a load's result (or instead of it, when superseded): the load is over."""
+
+
 class ViewerScreen(Screen[None]):
     HELP: ClassVar[str] = ""  # what the help screen says about this screen, besides its keys
     NAME: ClassVar[str] = ""
+    LOADS_ON_MOUNT: ClassVar[bool] = True
 
     def __init__(self, store: Store, *, refresh_seconds: float | None = None) -> None:
         super().__init__()
         self.store = store
         self.refresh_seconds = refresh_seconds
+        self._loaded = not self.LOADS_ON_MOUNT
+        self._ended = 0  # loads whose thread finished (counted in the thread) ...
+        self._ended_lock = threading.Lock()
+        self._seen_ended = 0  # ... and whose messages this screen has handled
+
+    @property
+    def busy(self) -> bool:
+        """Still loading: nothing shown yet, a load running, or its result not yet handled.
+
+        Tests and ``viewer.capture`` wait on this. A load superseded before it started never runs,
+        so loads are tracked by what finished, not by what was asked.
+        """
+        running = any(w.node is self and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                      for w in self.app.workers)
+        return running or not self._loaded or self._ended != self._seen_ended
 
     def load(self, group: str, what: str, fn: Callable[[], _T], done: Callable[[_T], Message]) -> None:
         """Run ``fn`` in a thread; post ``done(result)`` or ``LoadFailed`` back to this screen."""
@@ -48,8 +69,15 @@ class ViewerScreen(Screen[None]):
                 message = LoadFailed(what, one_line(exc))
             if not get_current_worker().is_cancelled:
                 self.post_message(message)
+            with self._ended_lock:
+                self._ended += 1
+            self.post_message(_LoadEnded())
 
         self.run_worker(work, name=what, group=group, exclusive=True, thread=True, exit_on_error=False)
+
+    def on__load_ended(self, message: _LoadEnded) -> None:
+        self._seen_ended += 1
+        self._loaded = True
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.notify(f"{message.what}: {safe(message.error, newlines=False).plain}", severity="error",

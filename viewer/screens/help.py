@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -15,17 +15,17 @@ from textual.widgets import Static
 __all__ = ["HelpScreen", "key_rows"]
 
 
-def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(key, description) for the described bindings of ``screen`` and of the app.
+def key_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
+    """(key, description) for the bindings active on ``screen`` that the footer shows.
 
-    Widget bindings (a table's cursor keys) are left out: they are the usual ones. A second key for
-    the same action (ctrl+enter beside ctrl+r) is left to the screen's notes.
+    Hidden ones (a table's cursor keys, tab, a second key for the same action such as ctrl+enter
+    beside ctrl+r) are the usual ones or are told in the screen's notes.
     """
     rows: list[tuple[str, str]] = []
     seen: set[str] = set()
     for active in screen.active_bindings.values():
         binding = active.binding
-        if active.node not in (screen, screen.app) or not binding.description or binding.action in seen:
+        if not binding.show or not binding.description or binding.action in seen:
             continue
         seen.add(binding.action)
         rows.append((screen.app.get_key_display(binding), binding.description))
@@ -39,7 +39,7 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, under: Screen[object]) -> None:
+    def __init__(self, under: Screen[Any]) -> None:
         super().__init__()
         self.title_text = f"Keys: {getattr(under, 'NAME', '') or 'viewer'}"
         self.rows = key_rows(under)

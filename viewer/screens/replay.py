@@ -60,13 +60,14 @@ class ReplayScreen(ViewerScreen):
         yield TitleBar(str(self.store.path), "run", self.run_id[:12], "step through")
         yield Static(id="replay-status", classes="status")
         with Horizontal(id="replay-body"):
-            yield Timeline(id="replay-timeline")
+            yield Timeline(compact=True, id="replay-timeline")
             yield StepView(id="replay-step")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(Timeline).focus()
-        self.load("run", "loading the run", partial(load_run, self.store, self.run_id), partial(RunLoaded, self.run_id))
+        self.load("run", "loading the run", partial(load_run, self.store, self.run_id),
+                  partial(RunLoaded, self.run_id))
 
     def on_run_loaded(self, message: RunLoaded) -> None:
         self.detail = message.detail

@@ -29,7 +29,6 @@ class RunScreen(ViewerScreen):
         "The run refreshes on its own while it is still running (status incomplete)."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_step", "Open step"),
         Binding("e", "evidence", "Evidence"),
         Binding("t", "step_through", "Step through"),
         Binding("c", "children", "Children"),
@@ -96,7 +95,8 @@ class RunScreen(ViewerScreen):
 
         step = self.query_one(Timeline).current_step
         if step is not None and self.detail is not None:
-            self.app.push_screen(StepScreen(self.store, self.run_id, step, [s.step for s in self.detail.steps]))
+            steps = [s.step for s in self.detail.steps]
+            self.app.push_screen(StepScreen(self.store, self.run_id, step, steps))
 
     def action_step_through(self) -> None:
         from .replay import ReplayScreen
@@ -110,5 +110,6 @@ class RunScreen(ViewerScreen):
         if self.detail is None or not self.detail.children:
             self.notify("this run has no sub-agents, replays or forks")
             return
-        self.app.push_screen(RunsScreen(self.store, parent=self.run_id, parent_name=self.detail.run.agent or "",
+        name = self.detail.run.agent or ""
+        self.app.push_screen(RunsScreen(self.store, parent=self.run_id, parent_name=name,
                                         refresh_seconds=self.refresh_seconds))

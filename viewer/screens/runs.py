@@ -8,11 +8,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from tracer.store import Store
 
-from ..data import RUNS_PAGE, SORTS, RunPage, list_runs
+from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
 from ..messages import RunsLoaded
 from ..safe import safe
@@ -23,19 +24,20 @@ __all__ = ["RunsScreen"]
 
 SORT_ORDER = tuple(SORTS)
 FILTER_DEBOUNCE = 0.3
+FILTER_PLACEHOLDER = "filter: status:stagnated label:cap_hit agent:demo model:scripted words in the task"
 
 
 class RunsScreen(ViewerScreen):
     NAME = "runs"
     HELP = (
-        "Filter with the box at the top, e.g.  status:stagnated label:cap_hit agent:demo model:scripted deploy\n"
-        "status: and label: match exactly, agent: and model: match part of the name, other words must appear\n"
-        "in the task. Repeat a key to accept several values. Without a filter only top-level runs are listed;\n"
-        "sub-agents, replays and forks are counted in the 'sub' column and listed with c. With a filter,\n"
-        "matching child runs are listed too, marked ↳."
+        "Filter with the box at the top (/), e.g.\n"
+        "    status:stagnated label:cap_hit agent:demo model:scripted deploy\n"
+        "status: and label: match exactly, agent: and model: match part of the name, other words\n"
+        "must appear in the task. Repeat a key to accept several values. Without a filter only\n"
+        "top-level runs are listed; sub-agents, replays and forks are counted in the 'sub' column and\n"
+        "listed with c (escape comes back). With a filter, matching child runs are listed too, marked ↳."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "Open run", show=True),
         Binding("slash", "focus_filter", "Filter"),
         Binding("o", "sort", "Sort"),
         Binding("O", "reverse", "Reverse"),
@@ -45,7 +47,8 @@ class RunsScreen(ViewerScreen):
     ]
 
     def __init__(
-        self, store: Store, *, parent: str | None = None, parent_name: str = "", refresh_seconds: float | None = 2.0
+        self, store: Store, *, parent: str | None = None, parent_name: str = "",
+        refresh_seconds: float | None = 2.0,
     ) -> None:
         super().__init__(store, refresh_seconds=refresh_seconds)
         self.parent_run = parent
@@ -55,15 +58,14 @@ class RunsScreen(ViewerScreen):
         self.descending = True
         self.limit = RUNS_PAGE
         self.page: RunPage | None = None
-        self._debounce = None
+        self._debounce: Timer | None = None
 
     def compose(self) -> ComposeResult:
         parts = [str(self.store.path), "runs"]
         if self.parent_run:
             parts.append(f"children of {self.parent_name} {self.parent_run[:8]}")
         yield TitleBar(*parts)
-        yield Input(placeholder="filter: status:stagnated label:cap_hit agent:demo model:scripted words in the task",
-                    id="filter")
+        yield Input(placeholder=FILTER_PLACEHOLDER, id="filter")
         yield RunsTable(id="runs")
         yield Static(id="runs-status", classes="status")
         yield Footer()
@@ -100,7 +102,8 @@ class RunsScreen(ViewerScreen):
             shown = len(page.rows)
             text.append(f"{page.total_runs:,} runs, {shown:,} shown")
             if page.more:
-                text.append(f"  · more match: m shows {RUNS_PAGE} more, or narrow the filter", style="bold yellow")
+                text.append(f"  · more match: m shows {RUNS_PAGE} more, or narrow the filter",
+                            style="bold yellow")
         text.append(f"  · sort: {self.sort} {'▼' if self.descending else '▲'}", style="dim")
         if self.filter.active:
             text.append("  · filtered (child runs included)", style="dim")
@@ -158,7 +161,7 @@ class RunsScreen(ViewerScreen):
             self.limit += RUNS_PAGE
             self.reload()
 
-    def _selected(self):  # type: ignore[no-untyped-def]
+    def _selected(self) -> RunRow | None:
         key = self.query_one(RunsTable).current_key
         if key is None or self.page is None:
             return None

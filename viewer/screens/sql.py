@@ -26,8 +26,9 @@ from .base import ViewerScreen
 __all__ = ["SqlScreen", "EXAMPLES"]
 
 EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("runs by status", "SELECT status, count(*) AS runs, sum(n_steps) AS steps, round(sum(cost_usd), 4) AS cost_usd\n"
-                       "FROM runs GROUP BY status ORDER BY runs DESC"),
+    ("runs by status", "SELECT status, count(*) AS runs, sum(n_steps) AS steps,\n"
+                       "       round(sum(cost_usd), 4) AS cost_usd\n"
+                       "FROM runs GROUP BY status ORDER BY runs DESC, status"),
     ("failed tool calls", "SELECT run_id, step, tool, error_type, left(observation, 80) AS observation\n"
                           "FROM steps WHERE is_error ORDER BY run_id, step"),
     ("diagnoses", "SELECT r.agent, d.label, d.first_step, d.last_step, d.explanation\n"
@@ -39,16 +40,21 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
 
 class SqlScreen(ViewerScreen):
     NAME = "sql"
+    LOADS_ON_MOUNT = False
     HELP = (
-        "One read-only statement (SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) over the views runs, steps,\n"
-        f"tool_calls, llm_calls, diagnoses, spans, exactly as `looptrace sql` runs it: at most {SQL_ROW_LIMIT:,} rows,\n"
-        f"stopped after {SQL_TIMEOUT:g} s, no file access. ctrl+r (or ctrl+enter where the terminal sends it) runs\n"
-        "the query; F1-F4 load an example. Tab moves between the editor and the results."
+        "One read-only statement (SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) over the views runs,\n"
+        "steps, tool_calls, llm_calls, diagnoses, spans, exactly as `looptrace sql` runs it:\n"
+        f"at most {SQL_ROW_LIMIT:,} rows, stopped after {SQL_TIMEOUT:g} s, no file access.\n"
+        "ctrl+r (or ctrl+enter where the terminal sends it) runs the query; F2-F5 load an example,\n"
+        "F1 shows this help. Tab moves between the editor and the results."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run", priority=True),
         Binding("ctrl+enter", "run", "Run", show=False, priority=True),
-        *(Binding(f"f{i}", f"example({i - 1})", name, priority=True) for i, (name, _) in enumerate(EXAMPLES, 1)),
+        # F1 is help here, as the editor takes "?" as text; the examples follow it.
+        Binding("f1", "app.help", "Help", priority=True),
+        *(Binding(f"f{i}", f"example({i - 2})", name, priority=True)
+          for i, (name, _) in enumerate(EXAMPLES, 2)),
         Binding("escape", "back", "Back"),
     ]
 

@@ -25,7 +25,8 @@ def chart_captions(steps: Sequence[TimelineStep]) -> tuple[str, str]:
     costs = [(s.cost_usd, s.step) for s in steps]
     if costs and max(costs)[0] > 0:
         peak_cost, at = max(costs)
-        cost = f"cost per step: total {fmt_cost(sum(c for c, _ in costs))}, peak {fmt_cost(peak_cost)} at step {at}"
+        total = fmt_cost(sum(c for c, _ in costs))
+        cost = f"cost per step: total {total}, peak {fmt_cost(peak_cost)} at step {at}"
     else:
         cost = "cost per step: none recorded"
     return ctx, cost

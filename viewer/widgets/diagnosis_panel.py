@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from ..badges import label_badge
 from ..data import DiagnosisRow
-from ..format import pretty_json
+from ..format import evidence_lines
 from ..safe import safe
 
 __all__ = ["DiagnosisPanel", "diagnosis_text"]
@@ -31,11 +31,12 @@ def diagnosis_text(diagnoses: Sequence[DiagnosisRow]) -> Text:
     primary, *others = diagnoses if diagnoses[0].is_primary else (None, *diagnoses)
     text = Text()
     if primary is not None:
-        text.append_text(Text.assemble(label_badge(primary.label, solid=True), "  ", (_steps(primary), "bold")))
+        badge = label_badge(primary.label, solid=True)
+        text.append_text(Text.assemble(badge, "  ", (_steps(primary), "bold")))
         text.append("\n")
         text.append_text(safe(primary.explanation))
-        evidence = pretty_json(primary.evidence)
-        if evidence and evidence != "{}":
+        evidence = evidence_lines(primary.evidence)
+        if evidence:
             text.append("\n\nevidence\n", style="dim")
             text.append_text(safe(evidence))
         if primary.first_step is not None:

@@ -17,14 +17,16 @@ def summary_text(d: RunDetail) -> Text:
     r = d.run
     text = Text.assemble(
         safe(r.agent, newlines=False, width=60, style="bold"), "  ", status_badge(r.status, solid=True),
-        ("  run ", "dim"), safe(r.run_id, newlines=False), ("  model ", "dim"), safe(r.model, newlines=False, width=40),
+        ("  run ", "dim"), safe(r.run_id, newlines=False),
+        ("  model ", "dim"), safe(r.model, newlines=False, width=40),
         ("  started ", "dim"), fmt_time(r.started_at),
     )
     text.append("\ntask  ", style="dim")
     text.append_text(safe(r.task, newlines=False, width=300))
     text.append(
-        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls · tokens {fmt_int(r.input_tokens)} in"
-        f" / {fmt_int(r.output_tokens)} out · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
+        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls"
+        f" · tokens {fmt_int(r.input_tokens)} in / {fmt_int(r.output_tokens)} out"
+        f" · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
     )
     if d.children:
         text.append(f" · {d.children} child run{'s' if d.children != 1 else ''} (c)")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 
 from ..badges import label_badge, status_badge
 from ..data import RunRow
-from ..format import fmt_cost, fmt_int, fmt_seconds, fmt_time
+from ..format import fmt_compact, fmt_cost, fmt_int, fmt_seconds, fmt_short_time
 from ..safe import safe
 from .synced_table import SyncedTable
 
@@ -35,19 +37,19 @@ def _num(text: str) -> Text:
 
 
 def run_cells(r: RunRow) -> list[Text]:
-    agent = safe(r.agent, newlines=False, width=30)
+    agent = safe(r.agent, newlines=False, width=22)
     if r.is_child:
         kind = "replay" if r.replay_of else "fork" if r.forked_from else "sub"
         agent = Text.assemble((f"↳{kind} ", "dim"), agent)
     return [
-        Text(fmt_time(r.started_at)),
+        Text(fmt_short_time(r.started_at)),
         agent,
-        safe(r.task, newlines=False, width=48),
-        safe(r.model, newlines=False, width=24),
+        safe(r.task, newlines=False, width=28),
+        safe(r.model, newlines=False, width=16),
         status_badge(r.status),
         label_badge(r.label, r.other_labels),
         _num(fmt_int(r.n_steps)),
-        _num(fmt_int(r.tokens)),
+        _num(fmt_compact(r.tokens)),
         _num(fmt_cost(r.cost_usd)),
         _num(fmt_seconds(r.seconds)),
         _num(str(r.children) if r.children else ""),
@@ -55,10 +57,11 @@ def run_cells(r: RunRow) -> list[Text]:
 
 
 class RunsTable(SyncedTable):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open run")]
+
     def on_mount(self) -> None:
         for sort, heading, numeric in RUN_COLUMNS:
-            # Two spare cells for the sort arrow, so marking the sort never changes a column's width.
-            self.add_column(Text(heading + "  ", justify="right" if numeric else "left"), key=sort or heading)
+            self.add_column(Text(heading, justify="right" if numeric else "left"), key=sort or heading)
 
     def show(self, rows: Sequence[RunRow]) -> None:
         self.sync([(r.run_id, run_cells(r)) for r in rows])
@@ -69,7 +72,8 @@ class RunsTable(SyncedTable):
             column = self.columns.get(key or heading)  # type: ignore[call-overload]
             if column is None:
                 continue
-            arrow = (" ▼" if descending else " ▲") if key == sort else "  "
+            arrow = (" ▼" if descending else " ▲") if key == sort else ""
             column.label = Text(heading + arrow, justify="right" if numeric else "left")
+            column.content_width = max(column.content_width, column.label.cell_len)
         self.refresh()
 

@@ -66,10 +66,11 @@ def _model_call(m: ModelCall) -> Text:
     if m.response_model and m.response_model != m.model:
         text.append(" → ").append_text(safe(m.response_model, newlines=False))
     text.append(" · stop ").append_text(safe(m.stop_reason or "?", newlines=False, style="bold"))
+    text.append(f" · {m.retries or 0} retries · {fmt_cost(m.cost_usd)} · latency {fmt_int(m.latency_ms)} ms")
     text.append(
-        f" · {fmt_int(m.input_tokens)} in / {fmt_int(m.output_tokens)} out"
-        f" (cache read {fmt_int(m.cache_read_tokens or 0)}, write {fmt_int(m.cache_creation_tokens or 0)})"
-        f" · {fmt_int(m.latency_ms)} ms · {m.retries or 0} retries · {fmt_cost(m.cost_usd)}"
+        f"\ntokens {fmt_int(m.input_tokens)} in / {fmt_int(m.output_tokens)} out"
+        f" (cache read {fmt_int(m.cache_read_tokens or 0)},"
+        f" cache write {fmt_int(m.cache_creation_tokens or 0)})"
     )
     if m.error:
         text.append("\nerror ", style="bold red").append_text(safe(m.error))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 
 from ..data import TimelineStep
 from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
@@ -14,8 +16,9 @@ from .synced_table import SyncedTable
 __all__ = ["Timeline", "step_cells", "HIGHLIGHT"]
 
 HIGHLIGHT = "bold black on yellow"  # steps named by the primary diagnosis
-COLUMNS = (("step", True), ("", False), ("tool", False), ("args", False), ("obs", True), ("tokens", True),
-           ("context", True), ("cost", True), ("error", False))
+# The error mark comes early so it is visible however narrow the table is; its type comes last.
+COLUMNS = (("step", True), ("mark", False), ("err", False), ("tool", False), ("args", False), ("obs", True),
+           ("tokens", True), ("context", True), ("cost", True), ("error", False))
 
 
 def _tools(s: TimelineStep) -> str:
@@ -29,17 +32,16 @@ def _tools(s: TimelineStep) -> str:
 
 def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]:
     marked = diagnosed is not None and diagnosed[0] <= s.step <= diagnosed[1]
-    args = short_args(s.args[0] if s.args else None, 40)
+    args = short_args(s.args[0] if s.args else None, 26)
     if len(s.args) > 1:
         args += f" +{len(s.args) - 1}"
-    error = ""
-    if s.is_error:
-        error = "✗ " + (", ".join(s.error_types) or "error")
+    error = ", ".join(s.error_types) or ("error" if s.is_error else "")
     return [
         Text(f"{s.step}", justify="right", style=HIGHLIGHT if marked else ""),
         Text("◆" if marked else " ", style="yellow"),
-        safe(_tools(s), newlines=False, width=28),
-        safe(args, newlines=False, width=44),
+        Text("✗" if s.is_error else " ", style="bold red"),
+        safe(_tools(s), newlines=False, width=24),
+        safe(args, newlines=False, width=30),
         Text(fmt_bytes(s.observation_bytes), justify="right"),
         Text(fmt_int(s.input_tokens + s.output_tokens), justify="right"),
         Text(fmt_int(s.context_tokens), justify="right"),
@@ -48,13 +50,24 @@ def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]
     ]
 
 
+COMPACT = 5  # columns kept beside a step view: step, marks, tool, args
+
+
 class Timeline(SyncedTable):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open step")]
+
+    def __init__(self, *, compact: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns_shown = COLUMNS[:COMPACT] if compact else COLUMNS
+
     def on_mount(self) -> None:
-        for heading, numeric in COLUMNS:
-            self.add_column(Text(heading, justify="right" if numeric else "left"), key=heading or "mark")
+        for key, numeric in self.columns_shown:
+            heading = "" if key in ("mark", "err") else key
+            self.add_column(Text(heading, justify="right" if numeric else "left"), key=key)
 
     def show(self, steps: Sequence[TimelineStep], diagnosed: tuple[int, int] | None) -> None:
-        self.sync([(str(s.step), step_cells(s, diagnosed)) for s in steps])
+        n = len(self.columns_shown)
+        self.sync([(str(s.step), step_cells(s, diagnosed)[:n]) for s in steps])
 
     @property
     def current_step(self) -> int | None:

@@ -123,3 +123,58 @@ def test_a_raising_callback_fails_closed_with_one_warning(caplog: pytest.LogCapt
 def test_user_patterns_and_callbacks_apply() -> None:
     r = Redactor(env={}, extra_patterns={"ticket": r"TICKET-\d+"}, callback=lambda t: t.replace("Ada", "[name]"))
     assert r.text("Ada filed TICKET-123") == "[name] filed [REDACTED:ticket]"
+
+
+def test_no_content_mode_keeps_metadata_and_sizes_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false")
+    db = tmp_path / "store.duckdb"
+    with Tracing(db) as tracing, tracing.run("a", task=f"secret task {CANARY}", model="claude-haiku-4-5") as run:
+        with run.step(f"thought {CANARY}") as step:
+            request = {"model": "claude-haiku-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": CANARY}]}
+            with step.llm_call(request) as call:
+                call.response({"content": [{"type": "text", "text": CANARY}], "stop_reason": "end_turn",
+                               "usage": {"input_tokens": 12, "output_tokens": 3}})
+            with step.tool_call("read", {"path": CANARY}) as tool:
+                tool.result("x" * 1234)
+        run.finish("ok", answer=CANARY)
+    assert not tracing.capture_content
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert CANARY.encode() not in path.read_bytes(), path
+    from tests.conftest import query
+
+    assert query(db, "SELECT task, answer, n_steps, input_tokens, output_tokens FROM runs") == [(None, None, 1, 12, 3)]
+    assert query(db, "SELECT thought, tool, args, observation, observation_bytes FROM steps") == [
+        (None, "read", None, None, 1234)]
+    assert query(db, "SELECT count(*) FROM llm_call_records WHERE messages_append IS NULL AND response IS NULL") == [(1,)]
+
+
+def test_spans_sent_over_otlp_are_redacted_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[bytes] = []
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            bodies.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("DB_PASSWORD", ENV_SECRET)
+    try:
+        with Tracing(None, otlp_endpoint=f"http://127.0.0.1:{server.server_address[1]}") as tracing:
+            with tracing.run("a", task=f"use {API_KEY} and {ENV_SECRET} {CANARY}") as run, run.step() as step:
+                with step.tool_call("fetch", {"headers": {"Authorization": BEARER}}) as call:
+                    call.result(f"password={ENV_SECRET}")
+    finally:
+        server.shutdown()
+    sent = b"".join(bodies)
+    assert CANARY.encode() in sent
+    for secret in (API_KEY, ENV_SECRET, "eyJhbGciOiJIUzI1NiJ9planted"):
+        assert secret.encode() not in sent, secret

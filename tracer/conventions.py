@@ -58,6 +58,7 @@ STEP_CONTEXT_TOKENS = "looptrace.step.context_tokens"
 STEP_COST = "looptrace.step.cost_usd"
 TOOL_CALL_INDEX = "looptrace.tool.call_index"
 TOOL_IS_ERROR = "looptrace.tool.is_error"
+TOOL_RESULT_BYTES = "looptrace.tool.result_bytes"  # set when content is not recorded
 LLM_PARAMS = "looptrace.request.params"
 LLM_SYSTEM_SHA = "looptrace.request.system_sha"
 LLM_SYSTEM = "looptrace.request.system"

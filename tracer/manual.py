@@ -102,7 +102,7 @@ class Run(_SpanScope):
             c.RUN_PID: os.getpid(),
         }
         optional = {
-            c.RUN_TASK: clean_text(task) if task is not None else None,
+            c.RUN_TASK: clean_text(task) if task is not None and capture_content else None,
             c.GEN_AI_REQUEST_MODEL: model,
             c.RUN_PARENT_ID: parent.run_id if parent else None,
             c.RUN_STRATEGY: strategy,
@@ -146,7 +146,7 @@ class Run(_SpanScope):
             return
         self.status, self.answer = status, answer
         self.span.set_attribute(c.RUN_STATUS, status)
-        if answer is not None:
+        if answer is not None and self.capture_content:
             self.span.set_attribute(c.RUN_ANSWER, clean_text(answer))
         if error is not None:
             self.span.set_attribute(c.RUN_ERROR, clean_text(error))
@@ -268,6 +268,8 @@ class ToolCall:
         text = clean_text(observation) if isinstance(observation, (str, bytes, bytearray)) else to_json(observation)
         if self.step.run.capture_content:
             self.span.set_attribute(c.GEN_AI_TOOL_CALL_RESULT, clean_text(text))
+        else:
+            self.span.set_attribute(c.TOOL_RESULT_BYTES, len(clean_text(text).encode("utf-8")))
         if is_error or error_type:
             self.span.set_attribute(c.TOOL_IS_ERROR, True)
             if error_type:

@@ -161,7 +161,8 @@ def _tool_row(s: PlainSpan) -> dict[str, Any]:
         "tool": a.get(c.GEN_AI_TOOL_NAME),
         "args": _json_attr(a.get(c.GEN_AI_TOOL_CALL_ARGUMENTS)),
         "observation": observation,
-        "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
+        "observation_bytes": len(observation.encode("utf-8")) if observation is not None
+        else _int(a.get(c.TOOL_RESULT_BYTES)) or 0,
         "is_error": bool(a.get(c.TOOL_IS_ERROR)) or error_type is not None,
         "error_type": error_type,
         "started_at": ts(s.start_ns),

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from .exporter import DuckDBSpanExporter
 from .manual import Run
 from .processors import BackpressureSpanProcessor, RunStartProcessor
+from .redact import Redactor
 from .store import Store
 
 __all__ = ["Tracing", "DEFAULT_DB"]
@@ -33,6 +34,12 @@ DEFAULT_DB = "looptrace.duckdb"
 
 def _otlp_endpoint_from_env() -> str | None:
     return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _capture_content_from_env() -> bool:
+    """Message content is recorded unless the GenAI conventions' switch says otherwise: replay needs it."""
+    value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").strip().lower()
+    return value not in ("false", "0", "no", "off")
 
 
 def _exit_on_sigterm() -> None:
@@ -62,18 +69,20 @@ class Tracing:
         *,
         otlp_endpoint: str | None = None,
         service_name: str = "looptrace",
-        capture_content: bool = True,
+        capture_content: bool | None = None,
+        redactor: Redactor | None = None,
         set_global: bool = False,
         handle_sigterm: bool = True,
         durable: bool = True,
         schedule_delay_millis: float = 500,
     ) -> None:
         self.db = os.fspath(db) if db is not None else None
-        self.capture_content = capture_content
+        self.capture_content = _capture_content_from_env() if capture_content is None else capture_content
+        self.redactor = redactor if redactor is not None else Redactor()
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
         self.exporter: DuckDBSpanExporter | None = None
         if self.db is not None:
-            self.exporter = DuckDBSpanExporter(self.db, durable=durable)
+            self.exporter = DuckDBSpanExporter(self.db, durable=durable, redactor=self.redactor)
             self.provider.add_span_processor(RunStartProcessor(self.exporter))
             self.provider.add_span_processor(
                 BackpressureSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_millis)
@@ -82,7 +91,7 @@ class Tracing:
         if endpoint:
             from .export.otlp import otlp_processor
 
-            self.provider.add_span_processor(otlp_processor(endpoint, store=self.exporter))
+            self.provider.add_span_processor(otlp_processor(endpoint, store=self.exporter, redactor=self.redactor))
         if set_global:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")

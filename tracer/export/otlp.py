@@ -24,10 +24,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Status
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from tracer import conventions as c
+from tracer.redact import Redactor, summarize
+from tracer.textsafe import to_json
 
 if TYPE_CHECKING:
     from tracer.exporter import DuckDBSpanExporter
@@ -216,7 +219,48 @@ class OtlpSpanProcessor(BatchSpanProcessor):
         return rows
 
 
-def otlp_processor(endpoint: str, *, store: DuckDBSpanExporter | None = None) -> OtlpSpanProcessor:
+class RedactingSpanExporter(SpanExporter):
+    """Redacts spans before they leave the process, as the store's exporter does before writing.
+    If redaction itself fails, nothing is sent (fail closed)."""
+
+    def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def _redact(self, span: ReadableSpan) -> ReadableSpan:
+        hits: dict[str, int] = {}
+        attributes = self.redactor.attributes(dict(span.attributes or {}), hits)
+        events = [Event(e.name, self.redactor.attributes(dict(e.attributes or {}), hits), e.timestamp)
+                  for e in span.events]
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, self.redactor.text(status.description, hits))
+        if hits:
+            attributes["looptrace.redactions"] = to_json(summarize(hits))
+        return ReadableSpan(
+            name=span.name, context=span.context, parent=span.parent, resource=span.resource,
+            attributes=attributes, events=events, links=span.links, kind=span.kind, status=status,
+            start_time=span.start_time, end_time=span.end_time, instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            redacted = [self._redact(s) for s in spans]
+        except Exception:  # noqa: BLE001 - never send what could not be redacted
+            log.warning("looptrace: could not redact %d spans; they were not sent", len(spans), exc_info=True)
+            return SpanExportResult.FAILURE
+        return self.inner.export(redacted)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def otlp_processor(
+    endpoint: str, *, store: DuckDBSpanExporter | None = None, redactor: Redactor | None = None
+) -> OtlpSpanProcessor:
     """The OTLP/HTTP exporter behind a counting batch processor; losses are recorded into ``store``."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -224,5 +268,6 @@ def otlp_processor(endpoint: str, *, store: DuckDBSpanExporter | None = None) ->
     # A timeout the user configured in the environment wins (the exporter reads it when given None).
     configured = any(os.environ.get(f"OTEL_EXPORTER_OTLP{k}_TIMEOUT") for k in ("_TRACES", ""))
     timeout = None if configured else OTLP_TIMEOUT
-    exporter = CountingSpanExporter(OTLPSpanExporter(endpoint=url, timeout=timeout))
+    exporter = CountingSpanExporter(
+        RedactingSpanExporter(OTLPSpanExporter(endpoint=url, timeout=timeout), redactor or Redactor()))
     return OtlpSpanProcessor(exporter, name=f"otlp {_without_userinfo(url)}", store=store)

@@ -12,7 +12,7 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from tracer.store import Store
+from tracer.export.source import open_source
 
 from .screens import HelpScreen, RunsScreen, SqlScreen
 from .screens.base import ViewerScreen
@@ -36,7 +36,7 @@ class ViewerApp(App[None]):
         self, db: str | os.PathLike[str], *, refresh_seconds: float | None = REFRESH_SECONDS
     ) -> None:
         super().__init__()
-        self.store = Store(db)
+        self.store = open_source(db)  # a store, or a Parquet export of one
         self.refresh_seconds = refresh_seconds
 
     def on_mount(self) -> None:

@@ -59,7 +59,8 @@ ORDER BY {order} NULLS LAST, r.run_id
 LIMIT $limit
 """
 
-RUN_COUNT_SQL = "SELECT count(*) FROM runs"
+# Counts read the base table: the runs view would aggregate every step of every run first.
+RUN_COUNT_SQL = "SELECT count(DISTINCT run_id) FROM run_records"
 
 RUN_SQL = """
 SELECT run_id, parent_run_id, replay_of, forked_from, fork_step, source, agent, left(task, 2000) AS task,
@@ -69,7 +70,9 @@ SELECT run_id, parent_run_id, replay_of, forked_from, fork_step, source, agent, 
 FROM runs WHERE run_id = $run_id
 """
 
-CHILDREN_SQL = "SELECT count(*) FROM runs WHERE $run_id IN (parent_run_id, replay_of, forked_from)"
+CHILDREN_SQL = """
+SELECT count(DISTINCT run_id) FROM run_records WHERE $run_id IN (parent_run_id, replay_of, forked_from)
+"""
 
 # One line per step. Observations are never read here: only their sizes.
 TIMELINE_SQL = """

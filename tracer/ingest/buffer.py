@@ -161,7 +161,10 @@ class TraceBuffer:
     def done(self, parts: Sequence[Part]) -> None:
         """``parts`` are in the store: remember their spans' ids and runs."""
         for part in parts:
-            for row in part.rows.get("spans", []):
+            rows = part.rows.get("spans", [])
+            if part.held is None:  # looptrace's own trace, written as it arrives: counted once, when first seen
+                self.stats.traces_written += len({r["trace_id"] for r in rows} - set(self._written))
+            for row in rows:
                 self._remember(row["trace_id"], row["span_id"], row["run_id"])
             self.stats.spans_written += len(part.spans)
             if part.held is not None:

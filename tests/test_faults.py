@@ -169,16 +169,13 @@ FORK_GAPS = {
     "_exit": "BUG: a forked child that leaves by os._exit (as multiprocessing does) loses every span it "
              "made: the SDK's batch processor holds them in the child's queue and no exit handler runs "
              "(tracer/tracing.py has no fork hook to flush a child's runs)",
-    "sys.exit": "BUG: a forked child that unwinds the parent's `with run` ends the parent's inherited run "
-                "span (tracer/manual.py Run.__exit__), so that span is exported twice and the parent's run "
-                "reads 'interrupted'",
 }
 
 
 @pytest.mark.parametrize("exit_how", [
     "return",
     pytest.param("_exit", marks=pytest.mark.xfail(reason=FORK_GAPS["_exit"], strict=True)),
-    pytest.param("sys.exit", marks=pytest.mark.xfail(reason=FORK_GAPS["sys.exit"], strict=True)),
+    "sys.exit",
 ])
 def test_a_forked_child_traces_its_own_run_without_hangs_or_duplicates(db: Path, exit_how: str) -> None:
     proc = agent("fork", str(db), "20", exit_how)
@@ -194,9 +191,6 @@ def test_a_forked_child_traces_its_own_run_without_hangs_or_duplicates(db: Path,
     assert query(db, child_spans) == [(41,)]  # the run, and a step and a tool call per step
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a forked child inherits the parent's exporter counters "
-                   "(tracer/exporter.py DuckDBSpanExporter is not reset after fork), so its writer_stats "
-                   "row also counts the spans its parent wrote before the fork")
 def test_writer_stats_count_each_span_once_across_a_fork(db: Path) -> None:
     proc = agent("fork", str(db), "20", "return")
     assert proc.wait(30) == 0
@@ -225,17 +219,9 @@ def assert_loss_reported_and_early_steps_intact(proc: subprocess.CompletedProces
 
 FSIZE_LIMITS = [
     pytest.param(100_000, id="segments-over-the-limit"),
-    pytest.param(28_000, id="compaction-wal-over-the-limit", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: the compaction at shutdown cannot grow the WAL; Store._absorb (tracer/store/store.py) takes "
-        "the write error for unreadable segments and quarantines the good, earlier segments, so their "
-        "steps vanish"))),
-    pytest.param(16_384, id="migration-over-the-limit", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: after write errors Tracing.shutdown (tracer/tracing.py) still compacts into the failing file "
-        "system and prints a third warning line ('could not compact ...')"))),
-    pytest.param(8_192, id="smaller-than-a-duckdb-header", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: the compaction at shutdown creates the DuckDB file in place (Store._connect, "
-        "tracer/store/store.py) and leaves it half-written: every later open fails with 'Could not read "
-        "enough bytes', hiding all steps"))),
+    pytest.param(28_000, id="compaction-wal-over-the-limit"),
+    pytest.param(16_384, id="migration-over-the-limit"),
+    pytest.param(8_192, id="smaller-than-a-duckdb-header"),
 ]
 
 
@@ -250,11 +236,7 @@ def test_a_file_size_limit_mid_run_loses_only_what_could_not_be_written(tmp_path
 
 @pytest.mark.parametrize("filler", [
     pytest.param("free", id="space-freed-before-exit"),
-    pytest.param("keep", id="still-full-at-exit", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: the compaction at shutdown creates the DuckDB file in place (Store._connect, "
-        "tracer/store/store.py); on a full disk it is left empty, and every later open fails with 'not a "
-        "valid DuckDB database file', hiding all steps (and Tracing.shutdown prints a third line, 'could not "
-        "compact')"))),
+    pytest.param("keep", id="still-full-at-exit"),
 ])
 def test_a_full_disk_mid_run_loses_only_what_could_not_be_written(tmp_path: Path, filler: str) -> None:
     """A real ENOSPC: a 1 MiB tmpfs mounted in an unprivileged user and mount namespace, filled up by the
@@ -290,11 +272,7 @@ def sqlite_file(path: Path) -> None:
 @pytest.mark.parametrize("make", [
     pytest.param(lambda p: p.write_bytes(os.urandom(300_000)), id="random-bytes"),
     pytest.param(lambda p: p.write_bytes(b"run_id,status\nabc,ok\n"), id="csv-text"),
-    pytest.param(sqlite_file, id="sqlite-database", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: Store._attach and Store._connect (tracer/store/store.py) open the file with DuckDB's default "
-        "autoinstall and autoload of known extensions, so a SQLite file makes looptrace download the sqlite "
-        "extension (offline: an unclear 'Failed to download extension' error; online: DuckDB would open the "
-        "SQLite file itself, and a compaction's migrate() could write looptrace's tables into it)"))),
+    pytest.param(sqlite_file, id="sqlite-database"),
 ])
 def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, make: Any) -> None:
     db = tmp_path / "traces.duckdb"

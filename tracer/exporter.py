@@ -45,6 +45,15 @@ class DuckDBSpanExporter(SpanExporter):
         self.spans_dropped = 0  # set by the processor at shutdown: spans it never handed over
         self.last_error: str | None = None
         self._warned = False
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        """A forked child counts its own spans; its parent's counts and locks are not its own."""
+        self._lock = threading.Lock()
+        self.progress = threading.Condition()
+        self.spans_received = self.spans_written = self.write_errors = self.spans_dropped = 0
+        self.last_error, self._warned = None, False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         n = len(spans)

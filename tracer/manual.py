@@ -49,6 +49,11 @@ class _SpanScope:
 
     span: Span
     _tokens: tuple[object, Token[Any]] | None = None
+    _pid: int = 0
+
+    def _foreign(self) -> bool:
+        """True in a forked child for a span its parent started: the parent ends it, not the child."""
+        return self._pid != 0 and self._pid != os.getpid()
 
     def _enter(self, var: ContextVar[Any]) -> None:
         self._tokens = (otel_context.attach(trace.set_span_in_context(self.span)), var.set(self))
@@ -114,6 +119,7 @@ class Run(_SpanScope):
         context = trace.set_span_in_context(parent.span) if parent else None
         self.span = tracer.start_span(f"{c.OP_INVOKE_AGENT} {agent}", context=context, kind=SpanKind.INTERNAL,
                                       attributes=attrs)
+        self._pid = os.getpid()
 
     def __enter__(self) -> Run:
         self._enter(_current_run)
@@ -142,7 +148,7 @@ class Run(_SpanScope):
 
     def finish(self, status: str = "ok", *, answer: str | None = None, error: str | None = None) -> None:
         """End the run with ``status`` (one of ``RUN_STATUSES``). Later calls are ignored."""
-        if self.status is not None:
+        if self.status is not None or self._foreign():
             return
         self.status, self.answer = status, answer
         self.span.set_attribute(c.RUN_STATUS, status)
@@ -171,6 +177,7 @@ class Step(_SpanScope):
             context=trace.set_span_in_context(run.span),
             attributes={c.RUN_ID: run.run_id, c.STEP_INDEX: index},
         )
+        self._pid = os.getpid()
         if thought:
             self.thought(thought)
 
@@ -186,6 +193,8 @@ class Step(_SpanScope):
         self._exit(_current_step)
 
     def end(self) -> None:
+        if self._foreign():
+            return
         self.span.set_attributes(
             {
                 c.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,

@@ -50,7 +50,7 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()
-        self._handed = self._exporter.spans_received
+        self._handed = 0  # the exporter's counters restart at zero in the child too
 
     def on_end(self, span: ReadableSpan) -> None:
         if not span.context or not span.context.trace_flags.sampled:

@@ -96,8 +96,18 @@ class Tracing:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")
         self._closed = False
+        self._pid = os.getpid()
         if handle_sigterm:
             _exit_on_sigterm()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        # multiprocessing children leave through os._exit, skipping atexit: flush through
+        # multiprocessing's own exit hooks, which its children run before they go.
+        import multiprocessing.util
+
+        multiprocessing.util.Finalize(None, self.flush, exitpriority=100)
 
     def run(self, agent: str, **kwargs: Any) -> Run:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""
@@ -113,7 +123,8 @@ class Tracing:
             return
         self._closed = True
         self.provider.shutdown()
-        if compact and self.db is not None:
+        if compact and self.db is not None and not (self.exporter and self.exporter.write_errors):
+            # After write errors the disk is likely still failing: leave the segments to a later reader.
             try:
                 Store(self.db).try_compact()
             except Exception as exc:  # noqa: BLE001 - the segments stay; a later reader absorbs them

@@ -9,8 +9,11 @@ the file. See README "Many writers, live readers".
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +44,8 @@ def is_lock_error(exc: BaseException) -> bool:
 
 def _describe_open_error(path: Path, exc: BaseException) -> StoreError:
     text = str(exc)
-    if "not a valid DuckDB" in text or "Invalid Input Error" in text or "Serialization" in text:
+    if ("not a valid DuckDB" in text or "Invalid Input Error" in text or "Serialization" in text
+            or "extension" in text.lower()):
         return StoreError(
             f"{path}: not a readable looptrace store ({text.splitlines()[0]}). "
             "Point --db at a store written by looptrace, or move this file away; it was not changed."
@@ -87,9 +91,52 @@ class Store:
     def _connect(self, wait: float) -> duckdb.DuckDBPyConnection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                self._create()
+            self._keep_wal()
         except OSError as exc:
-            raise StoreError(f"{self.path}: cannot create its folder: {exc}") from exc
-        return _retry_locked(lambda: duckdb.connect(str(self.path)), wait, self.path)
+            raise StoreError(f"{self.path}: cannot create the store: {exc}") from exc
+        return _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
+
+    def _create(self) -> None:
+        """Make a new store under a temporary name and link it into place, so a crash or a full disk
+        mid-creation never leaves a half-made file where the store should be."""
+        tmp = self.path.with_name(f"{self.path.name}.creating-{os.getpid()}-{time.time_ns()}")
+        try:
+            conn = duckdb.connect(str(tmp), config=_NO_EXTENSIONS)
+            try:
+                migrate(conn, str(self.path))
+                conn.execute("CHECKPOINT")
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, self.path)  # fails if another process created it first: theirs stands
+            except FileExistsError:
+                pass
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: cannot create the store: {_first_line(exc)}") from exc
+        finally:
+            for leftover in (tmp, Path(f"{tmp}.wal")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+
+    def _keep_wal(self) -> None:
+        """looptrace closes the file cleanly, so a write-ahead log found here was left by a crash.
+        DuckDB replays what it can of it and then deletes it: keep a copy first, never drop it silently."""
+        wal = Path(f"{self.path}.wal")
+        if not (wal.exists() and wal.stat().st_size):
+            return
+        # A live writer in another process has a WAL too: only a WAL nobody holds is a crash's. The
+        # probe lock is released (its descriptor closed) before DuckDB opens the file in this process.
+        with open(self.path, "rb") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return
+            copy = Path(f"{wal}.found-{time.strftime('%Y%m%dT%H%M%S')}")
+            shutil.copy2(wal, copy)
+            log.warning("looptrace: %s was left by a crash; a copy is kept as %s. DuckDB replays what it "
+                        "can of it; if the store looks wrong, move %s aside and reopen.", wal, copy, wal)
 
     @contextmanager
     def writer(self, *, wait: float = DEFAULT_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -137,15 +184,21 @@ class Store:
             self._insert_segments(conn, fresh)
             absorbed = len(fresh)
         except duckdb.Error:
-            # One bad file must not block the rest: absorb one by one, setting aside what fails.
+            # One bad file must not block the rest: absorb one by one, setting aside only segments
+            # that cannot be read on their own. A failure to write the database (a full disk) stops
+            # here with every segment still pending.
             absorbed = 0
             for name in fresh:
                 try:
                     self._insert_segments(conn, [name])
                     absorbed += 1
                 except duckdb.Error as exc:
+                    problem = self._unreadable(name)
+                    if problem is None:
+                        raise StoreError(f"{self.path}: could not write absorbed segments ({_first_line(exc)}); "
+                                         "they stay pending and nothing was lost") from exc
                     dest = seg.quarantine(self.segments_dir, name)
-                    log.warning("looptrace: unreadable segment moved to %s: %s", dest, exc)
+                    log.warning("looptrace: unreadable segment moved to %s: %s", dest, problem)
         seg.remove_segments(self.segments_dir, [n for n in names if n in done or (self.segments_dir / n).exists()])
         return absorbed
 
@@ -170,8 +223,23 @@ class Store:
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already ended the transaction
+                conn.execute("ROLLBACK")
             raise
+
+    def _unreadable(self, name: str) -> str | None:
+        """Why a segment cannot be absorbed anywhere (None: it can, so the store was the problem)."""
+        trial = duckdb.connect(config=_NO_EXTENSIONS)
+        try:
+            migrate(trial)
+            for table in RECORD_TABLES:
+                for f in seg.segment_files(self.segments_dir, [name], table):
+                    trial.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [f])
+            return None
+        except duckdb.Error as exc:
+            return _first_line(exc)
+        finally:
+            trial.close()
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -215,7 +283,7 @@ class Store:
             # Busy: another process is absorbing or reading. Read what is there plus segments.
 
     def _attach(self, wait: float) -> duckdb.DuckDBPyConnection:
-        conn = duckdb.connect()
+        conn = duckdb.connect(config=_NO_EXTENSIONS)
         try:
             _retry_locked(
                 lambda: conn.execute(f"ATTACH '{_sql_str(self.path)}' AS store (READ_ONLY)"), wait, self.path
@@ -278,6 +346,15 @@ def _path_lock(path: Path) -> threading.RLock:
     key = os.path.realpath(path)
     with _PATH_LOCKS_GUARD:
         return _PATH_LOCKS.setdefault(key, threading.RLock())
+
+
+# Store files are opened with no extension loading: a SQLite or other file given as a store must be
+# refused, not opened through a downloaded extension.
+_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _sql_str(path: Path) -> str:

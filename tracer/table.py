@@ -55,11 +55,15 @@ def write_rows(
     out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table"
 ) -> None:
     if fmt == "csv":
+        # CSV stays exact for files and pipes; on a terminal, control characters are shown escaped.
+        tty = out.isatty() if hasattr(out, "isatty") else False
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([["" if v is None else v for v in r] for r in rows])
+        writer.writerows([["" if v is None else visible(v) if tty and isinstance(v, str) else v for v in r]
+                          for r in rows])
     elif fmt == "json":
-        json.dump([dict(zip(columns, r)) for r in rows], out, ensure_ascii=False, default=str, indent=1)
+        # ASCII escapes keep JSON exact and never put a control or bidi character on the terminal.
+        json.dump([dict(zip(columns, r)) for r in rows], out, ensure_ascii=True, default=str, indent=1)
         out.write("\n")
     else:
         width = shutil.get_terminal_size((120, 20)).columns

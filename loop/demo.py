@@ -72,8 +72,10 @@ def main(db: str, out: TextIO = sys.stdout) -> int:
         out.write("\n" + format_table(columns, cursor.fetchall(), max_cell=44) + "\n")
     wrong = [(s.name, r.status, s.expect) for s, r in results if r.status != s.expect]
     out.write(f"\n{len(results)} runs in {time.perf_counter() - started:.1f}s. Next:\n"
+              f"  looptrace view {db}\n"
+              f"  looptrace analyze --db {db}\n"
               f"  looptrace sql --db {db} \"SELECT status, count(*) FROM runs GROUP BY status\"\n"
-              f"  looptrace sql --db {db} \"SELECT step, tool, args, error_type FROM steps WHERE is_error\"\n")
+              f"  looptrace replay RUN_ID --db {db} --max-iters 4\n")
     for name, got, expected in wrong:
         out.write(f"scenario {name} ended {got}, expected {expected}\n")
     return 1 if wrong else 0

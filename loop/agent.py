@@ -24,7 +24,7 @@ from .result import RunResult, Stop
 from .stagnation import find_repetition, signature
 from .tools import Tool, Toolbox
 
-__all__ = ["Agent", "DONE", "DEFAULT_SYSTEM", "REFLECTION", "ToolFactory"]
+__all__ = ["Agent", "DONE", "DEFAULT_SYSTEM", "REFLECTION", "ToolFactory", "ask"]
 
 DEFAULT_SYSTEM = (
     "You are a careful agent. Work step by step: think briefly, then call a tool. "
@@ -44,6 +44,23 @@ DONE = Tool(
 
 ToolFactory = Callable[[Run], Tool]
 """Makes a tool that needs the current run (e.g. ``spawn_subagent``, which links child runs)."""
+
+
+def ask(step: Step, model: Model, request: Mapping[str, Any]) -> dict[str, Any]:
+    """One model call as a ``chat`` span of ``step``: each retry an event, a final failure recorded."""
+    with step.llm_call(request) as call:
+
+        def on_retry(attempt: int, error: BaseException, wait: float) -> None:
+            call.retry(attempt, error, wait)
+            step.event("retry", attempt=attempt, error=f"{type(error).__name__}: {error}", wait_seconds=wait)
+
+        try:
+            response = model.complete(request, on_retry)
+        except ModelError as exc:
+            call.fail(exc)
+            raise
+        call.response(response)
+        return response
 
 
 @dataclass
@@ -144,19 +161,7 @@ class Agent:
         return self._check_stagnation(state, step)
 
     def _ask(self, step: Step, request: Mapping[str, Any]) -> dict[str, Any]:
-        with step.llm_call(request) as call:
-
-            def on_retry(attempt: int, error: BaseException, wait: float) -> None:
-                call.retry(attempt, error, wait)
-                step.event("retry", attempt=attempt, error=f"{type(error).__name__}: {error}", wait_seconds=wait)
-
-            try:
-                response = self.model.complete(request, on_retry)
-            except ModelError as exc:
-                call.fail(exc)
-                raise
-            call.response(response)
-            return response
+        return ask(step, self.model, request)
 
     def _act(self, uses: list[Mapping[str, Any]], step: Step, toolbox: Toolbox) -> tuple[list[dict[str, Any]], str | None]:
         def one(index: int, use: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:

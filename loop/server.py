@@ -19,13 +19,13 @@ import contextlib
 import json
 import socket
 import struct
-import sys
 import threading
 from collections.abc import Sequence
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+
+from tracer.loopback import LoopbackServer, TrackedHandler
 
 from loop.replies import (
     Disconnect,
@@ -77,7 +77,7 @@ class MessagesServer:
         self._served = 0  # POST /v1/messages seen so far: the script position and the message id
         self._stopped = threading.Event()
         self._connections: set[socket.socket] = set()
-        self._http: _HTTPServer | None = None
+        self._http: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
 
@@ -90,7 +90,7 @@ class MessagesServer:
     def start(self) -> Self:
         if self._http is not None or self._stopped.is_set():
             raise RuntimeError("a MessagesServer can be started once")
-        self._http = _HTTPServer(self._address, _RequestHandler, owner=self)
+        self._http = LoopbackServer(self._address, _RequestHandler, owner=self)
         # shutdown() waits up to one poll interval; the default 0.5 s would dominate a fast test suite.
         self._thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="looptrace-messages-server"
@@ -156,37 +156,7 @@ class MessagesServer:
                 self._connections.discard(connection)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(
-        self, address: tuple[str, int], handler: type[_RequestHandler], *, owner: MessagesServer
-    ) -> None:
-        self.owner = owner
-        super().__init__(address, handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that timed out or hung up leaves a broken pipe behind: expected, not worth a traceback.
-        # Anything else is a bug in this module and should be seen.
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.owner._track(self.connection, add=True)
-
-    def finish(self) -> None:
-        self.server.owner._track(self.connection, add=False)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+class _RequestHandler(TrackedHandler):
 
     def _dispatch(self) -> None:
         owner = self.server.owner

@@ -19,6 +19,7 @@ from tracer.conversation import response_text
 from tracer.pricing import usage_of
 
 from ..agent import Agent
+from ..agent import ask as traced_call
 from ..model import ModelError
 from ..result import RunResult, Stop
 
@@ -92,18 +93,7 @@ class Tally:
 
 def ask(step: Step, agent: Agent, req: Mapping[str, Any], tally: Tally) -> dict[str, Any]:
     """One traced model call inside ``step``; its usage is charged to ``tally``."""
-    with step.llm_call(req) as call:
-
-        def on_retry(attempt: int, error: BaseException, wait: float) -> None:
-            call.retry(attempt, error, wait)
-            step.event("retry", attempt=attempt, error=f"{type(error).__name__}: {error}", wait_seconds=wait)
-
-        try:
-            response = agent.model.complete(req, on_retry)
-        except ModelError as exc:
-            call.fail(exc)
-            raise
-        call.response(response)
+    response = traced_call(step, agent.model, req)
     tally.charge(response)
     text = response_text(response)
     if text:

@@ -28,17 +28,16 @@ import contextlib
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
+from ..loopback import LoopbackServer, TrackedHandler
 from ..records import PlainSpan
 from ..store.segments import SegmentWriter
 from . import otlp
@@ -73,7 +72,7 @@ class OtlpReceiver:
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
         self._connections: set[socket.socket] = set()
-        self._http: _HTTPServer | None = None
+        self._http: LoopbackServer | None = None
         self._threads: list[threading.Thread] = []
 
     @property
@@ -98,7 +97,7 @@ class OtlpReceiver:
     def start(self) -> Self:
         if self._http is not None or self._stopped.is_set():
             raise RuntimeError("an OtlpReceiver can be started once")
-        self._http = _HTTPServer(self._address, _Handler, owner=self)
+        self._http = LoopbackServer(self._address, _Handler, owner=self)
         serve = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
                                  name="looptrace-otlp-receiver", daemon=True)
         flusher = threading.Thread(target=self._flush_loop, name="looptrace-otlp-flusher", daemon=True)
@@ -220,34 +219,7 @@ class OtlpReceiver:
             (self._connections.add if add else self._connections.discard)(connection)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], handler: type[_Handler], *, owner: OtlpReceiver) -> None:
-        self.owner = owner
-        super().__init__(address, handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hung up mid-request leaves a broken pipe behind: expected, not worth a traceback.
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.owner._track(self.connection, add=True)
-
-    def finish(self) -> None:
-        self.server.owner._track(self.connection, add=False)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+class _Handler(TrackedHandler):
 
     def handle_expect_100(self) -> bool:
         # A client that asks first (curl does for large bodies) is refused before it sends an oversized one.

@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .forking import at_fork
 from .records import PlainSpan, from_readable, rows_for_spans
 from .redact import Redactor, summarize
 from .store.segments import SegmentWriter
@@ -45,8 +46,7 @@ class DuckDBSpanExporter(SpanExporter):
         self.spans_dropped = 0  # set by the processor at shutdown: spans it never handed over
         self.last_error: str | None = None
         self._warned = False
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork)
+        at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
         """A forked child counts its own spans; its parent's counts and locks are not its own."""

@@ -9,7 +9,6 @@ then drop it; the difference between spans handed over and spans received is cou
 
 from __future__ import annotations
 
-import os
 import threading
 
 from opentelemetry.context import Context
@@ -18,6 +17,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import conventions as c
 from .exporter import DuckDBSpanExporter
+from .forking import at_fork
 from .records import run_start_row
 
 __all__ = ["BackpressureSpanProcessor", "RunStartProcessor"]
@@ -44,9 +44,7 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         self._max_wait = max_wait_seconds
         self._handed = 0
         self._lock = threading.Lock()
-        if hasattr(os, "register_at_fork"):
-            # The SDK empties the queue in a forked child (the parent exports those spans).
-            os.register_at_fork(after_in_child=self._after_fork)
+        at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from .exporter import DuckDBSpanExporter
 from .manual import Run
 from .processors import BackpressureSpanProcessor, RunStartProcessor
+from .forking import at_fork
 from .redact import Redactor
 from .store import Store
 
@@ -96,18 +97,17 @@ class Tracing:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")
         self._closed = False
-        self._pid = os.getpid()
         if handle_sigterm:
             _exit_on_sigterm()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork)
+        at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
         # multiprocessing children leave through os._exit, skipping atexit: flush through
         # multiprocessing's own exit hooks, which its children run before they go.
-        import multiprocessing.util
+        if not self._closed:
+            import multiprocessing.util
 
-        multiprocessing.util.Finalize(None, self.flush, exitpriority=100)
+            multiprocessing.util.Finalize(None, self.flush, exitpriority=100)
 
     def run(self, agent: str, **kwargs: Any) -> Run:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""

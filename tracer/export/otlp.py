@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import weakref
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from opentelemetry.trace import Status
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from tracer import conventions as c
+from tracer.forking import at_fork
 from tracer.redact import Redactor, summarize
 from tracer.textsafe import to_json
 
@@ -143,10 +143,8 @@ class OtlpSpanProcessor(BatchSpanProcessor):
         self._enqueued = 0
         self._closed = False
         self.losses: list[dict[str, Any]] = []  # filled at shutdown: one row per run that lost spans
-        if hasattr(os, "register_at_fork"):
-            # The SDK empties the queue in a forked child; the parent accounts for those spans.
-            after_fork = weakref.WeakMethod(self._after_fork)
-            os.register_at_fork(after_in_child=lambda: (m := after_fork()) and m())
+        # The SDK empties the queue in a forked child; the parent accounts for those spans.
+        at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()

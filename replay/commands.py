@@ -75,7 +75,8 @@ def _import(args: argparse.Namespace) -> int:
 def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
         sub, "import", "Import trajectory files or folders of them (SWE-agent .traj/.traj.gz, mini-swe-agent "
-        ".traj.json, tau-bench and other OpenAI-style chat transcripts, generic chat logs, OTLP JSON files) as runs.",
+        ".traj.json, tau-bench and other OpenAI-style chat transcripts, generic chat logs, OTLP JSON files) "
+        "as runs.",
         f"looptrace import runs/ more.traj.gz --db {DEFAULT_DB}",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a file or a folder (searched recursively)")

@@ -113,6 +113,9 @@ class Store:
                 os.link(tmp, self.path)  # fails if another process created it first: theirs stands
             except FileExistsError:
                 pass
+            except OSError:  # a file system without hard links
+                if not self.path.exists():
+                    os.replace(tmp, self.path)
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: cannot create the store: {_first_line(exc)}") from exc
         finally:

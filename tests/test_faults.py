@@ -315,11 +315,11 @@ def truncated_wal(db: Path) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "BUG: a damaged WAL is neither reported nor set aside. DuckDB replays what it can of it without an "
-    "error (a truncated WAL loses its tail, a garbage one is ignored), so `looptrace sql` answers from what "
-    "survived with exit 0, and the next open for writing (Store._connect in tracer/store/store.py: a "
-    "compaction, an import, a tracer's shutdown) checkpoints and deletes the WAL: the loss is silent and the "
-    "evidence gone"))
+    "GAP: a damaged WAL cannot be told from a good one. DuckDB replays what it can of it without an error "
+    "(a truncated WAL loses its tail, a garbage one is ignored), so `looptrace sql` answers from what "
+    "survived with exit 0 and no message. The first open for writing keeps a copy (X.wal.found-<time>) and "
+    "warns (Store._keep_wal in tracer/store/store.py), but only a read that compares the replay with the "
+    "WAL's own records could report the damage itself"))
 @pytest.mark.parametrize("damage", [garbage_wal, truncated_wal], ids=["garbage", "truncated"])
 def test_a_damaged_wal_is_set_aside_and_reported(tmp_path: Path, damage: Any) -> None:
     db = tmp_path / "traces.duckdb"

@@ -17,7 +17,7 @@ from typing import Any
 from .errors import TrajectoryFormatError
 from .generic_chat import is_message, messages_of
 from .openai_chat import is_episode
-from .text import content_text
+from .text import content_text, decode_document
 
 __all__ = ["FORMATS", "MAX_BYTES", "detect", "is_candidate", "read_document"]
 
@@ -45,13 +45,7 @@ def read_document(path: Path) -> Any:
         raise TrajectoryFormatError(f"not a readable gzip file ({exc})") from exc
     except OSError as exc:
         raise TrajectoryFormatError(f"cannot read the file ({exc.strerror or exc})") from exc
-    if len(raw) > MAX_BYTES:
-        raise TrajectoryFormatError(f"larger than {MAX_BYTES >> 20} MiB")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        reason = f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        raise TrajectoryFormatError(reason) from exc
+    text = decode_document(raw, MAX_BYTES)
     if not text.strip():
         raise TrajectoryFormatError("empty file")
     try:

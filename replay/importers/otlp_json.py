@@ -25,6 +25,7 @@ from tracer.records import PlainSpan
 
 from .detect import MAX_BYTES
 from .errors import TrajectoryFormatError
+from .text import decode_document
 
 __all__ = ["FORMAT", "SUFFIXES", "OtlpFile", "OtlpRows", "sniff", "parse"]
 
@@ -89,13 +90,7 @@ def parse(path: Path) -> OtlpFile:
         raw = _open(path, MAX_BYTES + 1)
     except (OSError, EOFError, zlib.error) as exc:
         raise TrajectoryFormatError(f"cannot read the file ({exc})") from exc
-    if len(raw) > MAX_BYTES:
-        raise TrajectoryFormatError(f"larger than {MAX_BYTES >> 20} MiB")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        reason = f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        raise TrajectoryFormatError(reason) from exc
+    text = decode_document(raw, MAX_BYTES)
     try:
         json.loads(text)
         documents = [(0, text)]  # one object, however it is laid out

@@ -35,6 +35,16 @@ _PR_DESCRIPTION = re.compile(
 )
 
 
+def decode_document(raw: bytes, max_bytes: int) -> str:
+    """A file's bytes (read up to ``max_bytes + 1``) as text, or the reason it is not importable."""
+    if len(raw) > max_bytes:
+        raise TrajectoryFormatError(f"larger than {max_bytes >> 20} MiB")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TrajectoryFormatError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from exc
+
+
 def content_text(content: Any) -> str:
     """The text of a message's ``content`` whatever its shape."""
     if content is None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.store import SCHEMA_VERSION, StoreError
+from tracer.store.segments import fsync
 
 __all__ = [
     "ExportError", "Manifest", "ExportEntry", "MANIFEST", "FORMAT", "FORMAT_VERSION", "PARTITIONS",
@@ -142,14 +143,6 @@ def read_manifest(folder: Path) -> Manifest | None:
         diagnoses_export=data.get("diagnoses_export"),
         diagnoses_fingerprint=data.get("diagnoses_fingerprint"),
     )
-
-
-def fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:

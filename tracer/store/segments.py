@@ -35,6 +35,7 @@ __all__ = [
     "quarantine",
     "remove_segments",
     "arrow_schema",
+    "fsync",
 ]
 
 QUARANTINE = "quarantine"
@@ -58,7 +59,8 @@ def arrow_schema(table: str) -> pa.Schema:
         conn.close()
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -94,12 +96,12 @@ class SegmentWriter:
                 target = tmp / f"{table}.parquet"
                 pq.write_table(data, target, compression="zstd")
                 if self.durable:
-                    _fsync(target)
+                    fsync(target)
             if self.durable:
-                _fsync(tmp)
+                fsync(tmp)
             os.rename(tmp, self.dir / name)
             if self.durable:
-                _fsync(self.dir)
+                fsync(self.dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

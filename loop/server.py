@@ -15,7 +15,6 @@ call, and streams use chunked encoding so their connection is reused too.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import struct
@@ -76,7 +75,6 @@ class MessagesServer:
         self._lock = threading.Lock()
         self._served = 0  # POST /v1/messages seen so far: the script position and the message id
         self._stopped = threading.Event()
-        self._connections: set[socket.socket] = set()
         self._http: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
@@ -103,14 +101,7 @@ class MessagesServer:
         self._stopped.set()
         if self._http is None:
             return
-        self._http.shutdown()
-        self._http.server_close()
-        # Idle keep-alive connections would otherwise keep answering from their own threads after stop().
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        self._http.close()
         if self._thread is not None:
             self._thread.join()
 
@@ -147,13 +138,6 @@ class MessagesServer:
             )
             return _ScriptFault(500, "api_error", message), self._served
         return item, self._served
-
-    def _track(self, connection: socket.socket, add: bool) -> None:
-        with self._lock:
-            if add:
-                self._connections.add(connection)
-            else:
-                self._connections.discard(connection)
 
 
 class _RequestHandler(TrackedHandler):

@@ -1,21 +1,20 @@
 """The HTTP plumbing the local servers share (the Messages API server, the OTLP receiver).
 
-Both answer on 127.0.0.1 with keep-alive, Nagle off, silent request logs, and track their open
-connections so ``stop()`` can close idle keep-alive ones (a pooled client would otherwise still be
-answered after the server stopped). The owner supplies ``_track(connection, add=...)``.
+Both answer on 127.0.0.1 with keep-alive and Nagle off, keep request logs silent, and close idle
+keep-alive connections when they stop: a pooled client would otherwise still be answered by a
+connection's own thread after the server stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any
 
-__all__ = ["Owner", "LoopbackServer", "TrackedHandler"]
-
-
-class Owner(Protocol):
-    def _track(self, connection: Any, *, add: bool) -> None: ...
+__all__ = ["LoopbackServer", "TrackedHandler"]
 
 
 class LoopbackServer(ThreadingHTTPServer):
@@ -23,7 +22,23 @@ class LoopbackServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, owner: Any) -> None:
         self.owner = owner
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def track(self, connection: socket.socket, *, add: bool) -> None:
+        with self._connections_lock:
+            (self._connections.add if add else self._connections.discard)(connection)
+
+    def close(self) -> None:
+        """Stop serving, release the port, and end every open connection."""
+        self.shutdown()
+        self.server_close()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out or hung up leaves a broken pipe behind: expected, not worth a traceback.
@@ -39,10 +54,10 @@ class TrackedHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.server.owner._track(self.connection, add=True)
+        self.server.track(self.connection, add=True)
 
     def finish(self) -> None:
-        self.server.owner._track(self.connection, add=False)
+        self.server.track(self.connection, add=False)
         super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -71,7 +71,6 @@ class OtlpReceiver:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
-        self._connections: set[socket.socket] = set()
         self._http: LoopbackServer | None = None
         self._threads: list[threading.Thread] = []
 
@@ -116,13 +115,7 @@ class OtlpReceiver:
             return
         self._stopped.set()
         if self._http is not None:
-            self._http.shutdown()
-            self._http.server_close()
-            with self._lock:
-                connections = list(self._connections)
-            for connection in connections:
-                with contextlib.suppress(OSError):
-                    connection.shutdown(socket.SHUT_RDWR)
+            self._http.close()
         for t in self._threads:
             t.join()
         with self._lock:
@@ -214,9 +207,6 @@ class OtlpReceiver:
             with self._lock:
                 self._write(self._buffer.take(time.monotonic()))
 
-    def _track(self, connection: socket.socket, add: bool) -> None:
-        with self._lock:
-            (self._connections.add if add else self._connections.discard)(connection)
 
 
 class _Handler(TrackedHandler):

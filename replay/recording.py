@@ -16,6 +16,7 @@ import duckdb
 
 from tracer.requests import rebuild_requests
 from tracer.store import Store
+from tracer.textsafe import canonical_json
 
 __all__ = ["RecordingError", "RecordedCall", "RecordedTool", "Recording", "load_recording", "resolve_run"]
 
@@ -67,8 +68,6 @@ class Recording:
     def tool_queues(self, until_step: int | None = None) -> dict[tuple[str, str], deque[RecordedTool]]:
         """Recorded results by (tool, canonical args), in the order they were produced (only those of
         steps before ``until_step`` when given)."""
-        from tracer.textsafe import canonical_json
-
         queues: dict[tuple[str, str], deque[RecordedTool]] = defaultdict(deque)
         for t in sorted(self.tools, key=lambda t: (t.step, t.call_index)):
             if until_step is not None and t.step >= until_step:

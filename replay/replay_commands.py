@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from tracer.cli import add_command
@@ -61,17 +62,26 @@ def _live_model(args: argparse.Namespace, model: str) -> Any:
                           api_key=os.environ.get("ANTHROPIC_API_KEY", "not-needed"))
 
 
-def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume: bool = False) -> int:
-    from tracer import Tracing
+def _recording(args: argparse.Namespace) -> Any:
+    """The recording of ``args.run_id``, or None after printing why it cannot be had."""
     from tracer.store import Store, StoreError
 
     from .recording import RecordingError, load_recording
-    from .replayer import replay
 
     try:
-        recording = load_recording(Store(args.db), args.run_id)
+        return load_recording(Store(args.db), args.run_id)
     except (RecordingError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume: bool = False) -> int:
+    from tracer import Tracing
+
+    from .replayer import replay
+
+    recording = _recording(args)
+    if recording is None:
         return 1
     live_model = _live_model(args, recording.model) if (fork_at or resume or args.base_url) else None
     if (fork_at or resume) and live_model is None:
@@ -82,7 +92,7 @@ def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume:
         fork_at = (recording.calls[-1].step or 0) + 1
     system = getattr(args, "system", None)
     if system and system.startswith("@"):
-        system = open(system[1:]).read()
+        system = Path(system[1:]).read_text()
     with Tracing(args.db) as tracing:
         report = replay(recording, tracing, policy_changes=_policy_changes(args),
                         live_tools=_live_tools(args, all_tools=bool(fork_at)), live_model=live_model,
@@ -93,15 +103,11 @@ def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume:
 
 def _serve(args: argparse.Namespace) -> int:
     from loop.server import MessagesServer
-    from tracer.store import Store, StoreError
 
-    from .recording import RecordingError, load_recording
     from .serve import RecordingHandler
 
-    try:
-        recording = load_recording(Store(args.db), args.run_id)
-    except (RecordingError, StoreError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    recording = _recording(args)
+    if recording is None:
         return 1
     server = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port).start()
     print(f"serving run {recording.run_id} ({len(recording.calls)} model calls) at {server.base_url}\n"
@@ -152,15 +158,10 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _export_test(args: argparse.Namespace) -> int:
-    from tracer.store import Store, StoreError
-
-    from .recording import RecordingError, load_recording
     from .regression import export_test
 
-    try:
-        recording = load_recording(Store(args.db), args.run_id)
-    except (RecordingError, StoreError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    recording = _recording(args)
+    if recording is None:
         return 1
     test, cassette = export_test(recording, args.output)
     print(f"wrote {test} and {cassette}; run: pytest {test}")

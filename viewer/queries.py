@@ -74,6 +74,11 @@ CHILDREN_SQL = """
 SELECT count(DISTINCT run_id) FROM run_records WHERE $run_id IN (parent_run_id, replay_of, forked_from)
 """
 
+# A step's tool calls as one comparable key (equal actions, equal keys); NULL for a step without a tool.
+_ACTION_KEY = """CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
+           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
+       END"""
+
 # One line per step. Observations are never read here: only their sizes.
 TIMELINE_SQL = """
 SELECT step,
@@ -84,23 +89,19 @@ SELECT step,
        max(context_tokens) AS context_tokens, sum(cost_usd) AS cost_usd,
        bool_or(is_error) AS is_error,
        list(DISTINCT error_type) FILTER (WHERE error_type IS NOT NULL) AS error_types,
-       CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
-       END AS action_key
+       {action_key} AS action_key
 FROM steps WHERE run_id = $run_id
 GROUP BY step ORDER BY step
 LIMIT $limit
-"""
+""".format(action_key=_ACTION_KEY)
 
 # The action of each step, for comparing a replay or fork with its original.
 ACTIONS_SQL = """
-SELECT step, CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
-       END AS action_key
+SELECT step, {action_key} AS action_key
 FROM steps WHERE run_id = $run_id
 GROUP BY step ORDER BY step
 LIMIT $limit
-"""
+""".format(action_key=_ACTION_KEY)
 
 DIAGNOSES_SQL = """
 SELECT label, is_primary, first_step, last_step, left(CAST(evidence AS VARCHAR), 20000) AS evidence,

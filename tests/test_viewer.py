@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
@@ -28,12 +30,13 @@ from viewer.capture import SIZE, capture, mask, screen_text, settle
 from viewer.data import TEXT_CAP, TimelineStep, list_runs, load_actions, load_run, load_step
 from viewer.filters import RunFilter, parse_filter
 from viewer.format import evidence_lines, fmt_compact, short_args
+from viewer.messages import StepHighlighted, StepSelected
 from viewer.pager import pager_command, write_pager_file
 from viewer.safe import safe
 from viewer.screens import HelpScreen, ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
 from viewer.screens.replay import DIFF_NOT_AVAILABLE
 from viewer.stepping import first_divergence, first_error, first_repeat, step_after
-from viewer.widgets import RunsTable, Timeline
+from viewer.widgets import RunsTable, Timeline, timeline as timeline_module
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -180,6 +183,68 @@ def test_step_text_is_capped_with_its_size(tmp_path: Path) -> None:
     assert detail.hidden_bytes == len(big) - TEXT_CAP
     [timeline_step] = load_run(Store(db), row.run_id).steps  # type: ignore[union-attr]
     assert timeline_step.observation_bytes == len(big)
+
+
+# -- the timeline widget -------------------------------------------------------------------------
+
+
+class _TimelineApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, int]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Timeline()
+
+    def on_step_highlighted(self, message: StepHighlighted) -> None:
+        self.events.append(("highlighted", message.step))
+
+    def on_step_selected(self, message: StepSelected) -> None:
+        self.events.append(("selected", message.step))
+
+
+def test_timeline_draws_only_the_rows_on_screen_and_keeps_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+    step_cells = timeline_module.step_cells
+
+    def counted(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]:
+        made.append(s.step)
+        return step_cells(s, diagnosed)
+
+    monkeypatch.setattr(timeline_module, "step_cells", counted)
+    steps = _steps(*["a"] * 1_000)
+
+    async def main() -> None:
+        app = _TimelineApp()
+        async with app.run_test(size=(80, 12)) as pilot:  # a header and 11 rows
+            timeline = app.query_one(Timeline)
+            timeline.focus()
+            timeline.show(steps[:990], (3, 4))
+            await pilot.pause()
+            assert timeline.row_count == 990 and timeline.current_step == 1
+            made.clear()
+            await pilot.press("down")
+            assert timeline.current_step == 2 and app.events == [("highlighted", 2)]
+            assert 0 < len(made) <= 11  # a cursor move draws a screenful at most, not 990 rows
+            await pilot.press("pagedown")
+            assert timeline.current_step == 13 and timeline.scroll_y == 11  # a page is the 11 rows
+            await pilot.press("end")
+            assert timeline.current_step == 990 and timeline.scroll_y == 979
+            assert screen_text(app).splitlines()[-1].split()[0] == "990"
+            await pilot.press("home", "down", "enter")
+            assert timeline.current_step == 2 and app.events[-1] == ("selected", 2)
+
+            # Live refresh: the run grew while the user looked elsewhere; nothing they see moves.
+            timeline.scroll_to(y=500, animate=False)
+            await pilot.pause()
+            timeline.show(steps, (3, 4))
+            await pilot.pause()
+            assert timeline.row_count == 1_000 and timeline.current_step == 2 and timeline.scroll_y == 500
+            assert timeline.move_to_step(1_000) and not timeline.move_to_step(1_001)
+            await pilot.pause()
+            assert timeline.current_step == 1_000 and timeline.scroll_y == 989
+
+    asyncio.run(main())
 
 
 # -- the app ------------------------------------------------------------------------------------

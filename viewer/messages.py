@@ -1,4 +1,4 @@
-"""Messages the viewer's thread workers post back to their screen (plain data inside)."""
+"""Messages to the viewer's screens, plain data inside: from thread workers, and from the timeline."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from tracer.sql import QueryResult
 
 from .data import RunDetail, RunPage, StepDetail
 
-__all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "StepLoaded", "QueryDone", "PagerReady", "LoadFailed"]
+__all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "StepLoaded", "QueryDone", "PagerReady", "LoadFailed",
+           "StepHighlighted", "StepSelected"]
 
 
 class RunsLoaded(Message):
@@ -62,3 +63,19 @@ class LoadFailed(Message):
         super().__init__()
         self.what = what
         self.error = error
+
+
+class StepHighlighted(Message):
+    """The timeline's cursor moved onto ``step``."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__()
+        self.step = step
+
+
+class StepSelected(Message):
+    """Enter (or a click) on the timeline's ``step``: open it."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__()
+        self.step = step

@@ -14,12 +14,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
 from tracer.store import Store
 
 from ..data import RunDetail, load_actions, load_run, load_step, primary_range
-from ..messages import ActionsLoaded, RunLoaded, StepLoaded
+from ..messages import ActionsLoaded, RunLoaded, StepHighlighted, StepLoaded, StepSelected
 from ..safe import safe
 from ..stepping import first_divergence, first_error, first_repeat, step_after
 from ..widgets import StepView, Timeline, TitleBar
@@ -89,12 +89,12 @@ class ReplayScreen(ViewerScreen):
         self.original_actions = message.actions
         self._show_status()
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_step_highlighted(self, event: StepHighlighted) -> None:
         event.stop()
         self._fetch_current()
         self._show_status()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_step_selected(self, event: StepSelected) -> None:
         event.stop()
 
     def _fetch_current(self) -> None:

@@ -8,12 +8,12 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer
+from textual.widgets import Footer
 
 from tracer.store import Store
 
 from ..data import RunDetail, load_run, primary_range
-from ..messages import RunLoaded
+from ..messages import RunLoaded, StepSelected
 from ..safe import safe
 from ..widgets import DiagnosisPanel, RunCharts, RunSummary, Timeline, TitleBar
 from .base import ViewerScreen
@@ -86,7 +86,7 @@ class RunScreen(ViewerScreen):
         timeline.move_to_step(primary.first_step)
         timeline.focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_step_selected(self, event: StepSelected) -> None:
         event.stop()
         self.action_open_step()
 

@@ -1,4 +1,8 @@
-"""A run's step timeline: one line per step, keyed by step number; the diagnosed steps marked."""
+"""A run's step timeline: one line per step, keyed by step number; the diagnosed steps marked.
+
+A run may have thousands of steps, so this is a ``LazyTable``: a step's cells are made when its line
+is drawn (and once per ``show()`` to fit the columns), never kept for the whole run.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from textual.binding import Binding, BindingType
 
 from ..data import TimelineStep
 from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
+from ..messages import StepHighlighted, StepSelected
 from ..safe import safe
-from .synced_table import SyncedTable
+from .lazy_table import LazyTable
 
 __all__ = ["Timeline", "step_cells", "HIGHLIGHT"]
 
@@ -53,21 +58,19 @@ def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]
 COMPACT = 5  # columns kept beside a step view: step, marks, tool, args
 
 
-class Timeline(SyncedTable):
+class Timeline(LazyTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open step")]
 
     def __init__(self, *, compact: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns_shown = COLUMNS[:COMPACT] if compact else COLUMNS
-
-    def on_mount(self) -> None:
-        for key, numeric in self.columns_shown:
-            heading = "" if key in ("mark", "err") else key
-            self.add_column(Text(heading, justify="right" if numeric else "left"), key=key)
+        self.set_columns([Text("" if key in ("mark", "err") else key, justify="right" if numeric else "left")
+                          for key, numeric in self.columns_shown])
 
     def show(self, steps: Sequence[TimelineStep], diagnosed: tuple[int, int] | None) -> None:
+        shown = list(steps)
         n = len(self.columns_shown)
-        self.sync([(str(s.step), step_cells(s, diagnosed)[:n]) for s in steps])
+        self.set_rows([str(s.step) for s in shown], lambda i: step_cells(shown[i], diagnosed)[:n])
 
     @property
     def current_step(self) -> int | None:
@@ -76,3 +79,9 @@ class Timeline(SyncedTable):
 
     def move_to_step(self, step: int) -> bool:
         return self.move_to_key(str(step))
+
+    def row_highlighted(self, key: str) -> None:
+        self.post_message(StepHighlighted(int(key)))
+
+    def row_selected(self, key: str) -> None:
+        self.post_message(StepSelected(int(key)))

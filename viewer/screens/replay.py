@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tracer.store import Store
 
@@ -22,7 +22,7 @@ from ..data import RunDetail, load_actions, load_run, load_step, primary_range
 from ..messages import ActionsLoaded, RunLoaded, StepHighlighted, StepLoaded, StepSelected
 from ..safe import safe
 from ..stepping import first_divergence, first_error, first_repeat, step_after
-from ..widgets import StepView, Timeline, TitleBar
+from ..widgets import KeysFooter, StepView, Timeline, TitleBar
 from .base import ViewerScreen
 
 __all__ = ["ReplayScreen", "DIFF_NOT_AVAILABLE"]
@@ -62,7 +62,7 @@ class ReplayScreen(ViewerScreen):
         with Horizontal(id="replay-body"):
             yield Timeline(compact=True, id="replay-timeline")
             yield StepView(id="replay-step")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(Timeline).focus()

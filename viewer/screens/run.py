@@ -8,14 +8,13 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer
 
 from tracer.store import Store
 
 from ..data import RunDetail, load_run, primary_range
 from ..messages import RunLoaded, StepSelected
 from ..safe import safe
-from ..widgets import DiagnosisPanel, RunCharts, RunSummary, Timeline, TitleBar
+from ..widgets import DiagnosisPanel, KeysFooter, RunCharts, RunSummary, Timeline, TitleBar
 from .base import ViewerScreen
 
 __all__ = ["RunScreen"]
@@ -47,7 +46,7 @@ class RunScreen(ViewerScreen):
             yield Timeline(id="timeline")
             yield DiagnosisPanel(id="diagnosis")
         yield RunCharts(id="charts")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(Timeline).focus()

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from tracer.store import Store
 
@@ -17,7 +17,7 @@ from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
 from ..messages import RunsLoaded
 from ..safe import safe
-from ..widgets import RunsTable, TitleBar
+from ..widgets import KeysFooter, RunsTable, TitleBar
 from .base import ViewerScreen
 
 __all__ = ["RunsScreen"]
@@ -68,7 +68,7 @@ class RunsScreen(ViewerScreen):
         yield Input(placeholder=FILTER_PLACEHOLDER, id="filter")
         yield RunsTable(id="runs")
         yield Static(id="runs-status", classes="status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(RunsTable).mark_sort(self.sort, self.descending)

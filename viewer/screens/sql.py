@@ -13,14 +13,14 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from tracer.store import Store
 
 from ..data import SQL_ROW_LIMIT, SQL_TIMEOUT, run_sql
 from ..messages import LoadFailed, QueryDone
 from ..safe import safe
-from ..widgets import ResultsTable, TitleBar
+from ..widgets import KeysFooter, ResultsTable, TitleBar
 from .base import ViewerScreen
 
 __all__ = ["SqlScreen", "EXAMPLES"]
@@ -66,7 +66,7 @@ class SqlScreen(ViewerScreen):
         yield TextArea(EXAMPLES[0][1], id="sql-editor", show_line_numbers=True, tab_behavior="focus")
         yield Static(Text("ctrl+r runs the query", style="dim"), id="sql-status", classes="status")
         yield ResultsTable(id="sql-results")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()

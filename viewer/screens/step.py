@@ -9,14 +9,13 @@ from typing import ClassVar
 
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer
 
 from tracer.store import Store
 
 from ..data import full_step_text, load_step
 from ..messages import PagerReady, StepLoaded
 from ..pager import pager_command, write_pager_file
-from ..widgets import StepView, TitleBar
+from ..widgets import KeysFooter, StepView, TitleBar
 from .base import ViewerScreen, one_line
 
 __all__ = ["StepScreen"]
@@ -45,7 +44,7 @@ class StepScreen(ViewerScreen):
     def compose(self) -> ComposeResult:
         yield TitleBar(str(self.store.path), "run", self.run_id[:12], f"step {self.step}", id="step-title")
         yield StepView(id="step-view")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(StepView).focus()

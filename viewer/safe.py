@@ -17,7 +17,7 @@ from rich.text import Text
 from tracer.table import cell_text
 from tracer.textsafe import visible
 
-__all__ = ["safe", "safe_cell", "clip"]
+__all__ = ["safe", "safe_plain", "safe_cell", "clip"]
 
 
 def clip(text: str, width: int | None) -> str:
@@ -27,11 +27,16 @@ def clip(text: str, width: int | None) -> str:
     return text[: max(0, width - 1)] + "…"
 
 
+def safe_plain(text: object, *, newlines: bool = True, width: int | None = None) -> str:
+    """The characters ``safe`` shows for ``text``, as a str: to measure, or to style as a ``Text`` cell."""
+    return "" if text is None else clip(visible(str(text), newlines=newlines), width)
+
+
 def safe(text: object, *, newlines: bool = True, width: int | None = None, style: StyleType = "") -> Text:
     """Display text for ``text`` (None is empty): controls escaped, markup inert, optionally clipped."""
     if text is None:
         return Text("", style=style)
-    return Text(clip(visible(str(text), newlines=newlines), width), style=style, end="")
+    return Text(safe_plain(text, newlines=newlines, width=width), style=style, end="")
 
 
 def safe_cell(value: Any, *, width: int | None = 80) -> Text:

@@ -2,8 +2,9 @@
 
 A ``DataTable`` measures and lays out every cell of every row before it paints, and keeps a
 renderable per cell: for a 1,000-step run that was most of the time it took to open. This table
-keeps just the row keys and a function that makes a row's cells; it calls it once per row to fit
-the columns, then again only for the rows ``render_line`` draws. It looks and moves like the
+keeps just the row keys, the column widths (``fit`` over the cells' plain text, which is cheaper
+than measuring ``Text``) and a function that makes a row's cells, called only for the rows
+``render_line`` draws. It looks and moves like the
 DataTable it replaced (fixed header, zebra stripes, a row cursor whose colour wins over the cells',
 while a cell's own background shows through), so the screens' snapshots did not change.
 
@@ -12,9 +13,10 @@ Cells are ``rich.text.Text`` made by ``viewer.safe``; they are joined as Text, n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -25,10 +27,21 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-__all__ = ["LazyTable", "CellsFn"]
+__all__ = ["LazyTable", "CellsFn", "fit"]
 
 CellsFn = Callable[[int], Sequence[Text]]  # row index -> that row's cells, one Text per column
 _PAD = 1  # blank cells either side of each column, as DataTable's cell_padding
+
+
+def fit(rows: Iterable[Sequence[str]], columns: int) -> list[int]:
+    """The width of the widest text in each of the first ``columns`` columns of ``rows``."""
+    widths = [0] * columns
+    for row in rows:
+        for column, text in enumerate(row[:columns]):
+            width = cell_len(text)
+            if width > widths[column]:
+                widths[column] = width
+    return widths
 
 
 class LazyTable(ScrollView, can_focus=True):
@@ -93,7 +106,8 @@ class LazyTable(ScrollView, can_focus=True):
         self._keys: list[str] = []
         self._index: dict[str, int] = {}
         self._cells: CellsFn = lambda index: ()
-        self._widths: list[int] = []
+        self._fitted: list[int] = []  # the widest cell of each column
+        self._widths: list[int] = []  # ... or its label, if wider
         # From a change of rows until the next refresh has sized the table, the cursor cannot be
         # scrolled into view yet (the page height is stale): it is scrolled after that refresh.
         self._laid_out = False
@@ -105,8 +119,11 @@ class LazyTable(ScrollView, can_focus=True):
         self._labels = list(labels)
         self._fit()
 
-    def set_rows(self, keys: Sequence[str], cells: CellsFn) -> None:
-        """Show ``keys`` (unique), the cells of row ``i`` being ``cells(i)``.
+    def set_rows(self, keys: Sequence[str], cells: CellsFn, widths: Sequence[int]) -> None:
+        """Show ``keys`` (unique), the cells of row ``i`` being ``cells(i)``, in columns ``widths`` wide.
+
+        ``widths`` must fit every cell (``fit`` over the cells' plain text): a wider cell would push
+        the columns after it out of line.
 
         The cursor stays on the row with the same key and the scroll position is kept, so a live
         refresh that only adds rows does not move what the user looks at (even if they scrolled
@@ -116,6 +133,7 @@ class LazyTable(ScrollView, can_focus=True):
         self._keys = list(keys)
         self._index = {key: i for i, key in enumerate(self._keys)}
         self._cells = cells
+        self._fitted = list(widths)
         self._fit()
         found = self._index.get(current) if current is not None else None
         row = self.validate_cursor_row(self.cursor_row if found is None else found)
@@ -127,13 +145,9 @@ class LazyTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _fit(self) -> None:
-        widths = [label.cell_len for label in self._labels]
-        for i in range(len(self._keys)):
-            for column, cell in enumerate(self._cells(i)[: len(widths)]):
-                if cell.cell_len > widths[column]:
-                    widths[column] = cell.cell_len
-        self._widths = widths
-        self.virtual_size = Size(sum(w + 2 * _PAD for w in widths), len(self._keys) + 1)
+        fitted = self._fitted + [0] * (len(self._labels) - len(self._fitted))
+        self._widths = [max(label.cell_len, width) for label, width in zip(self._labels, fitted)]
+        self.virtual_size = Size(sum(w + 2 * _PAD for w in self._widths), len(self._keys) + 1)
 
     def _after_layout(self) -> None:
         self._laid_out = True

@@ -1,7 +1,7 @@
 """A run's step timeline: one line per step, keyed by step number; the diagnosed steps marked.
 
 A run may have thousands of steps, so this is a ``LazyTable``: a step's cells are made when its line
-is drawn (and once per ``show()`` to fit the columns), never kept for the whole run.
+is drawn, never kept for the whole run; fitting the columns measures plain strings (``step_texts``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from textual.binding import Binding, BindingType
 from ..data import TimelineStep
 from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
 from ..messages import StepHighlighted, StepSelected
-from ..safe import safe
-from .lazy_table import LazyTable
+from ..safe import safe_plain
+from .lazy_table import LazyTable, fit
 
-__all__ = ["Timeline", "step_cells", "HIGHLIGHT"]
+__all__ = ["Timeline", "step_cells", "step_texts", "HIGHLIGHT"]
 
 HIGHLIGHT = "bold black on yellow"  # steps named by the primary diagnosis
 # The error mark comes early so it is visible however narrow the table is; its type comes last.
@@ -35,23 +35,36 @@ def _tools(s: TimelineStep) -> str:
     return ", ".join(named)
 
 
-def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]:
-    marked = diagnosed is not None and diagnosed[0] <= s.step <= diagnosed[1]
+def _marked(s: TimelineStep, diagnosed: tuple[int, int] | None) -> bool:
+    return diagnosed is not None and diagnosed[0] <= s.step <= diagnosed[1]
+
+
+def step_texts(s: TimelineStep, marked: bool) -> tuple[str, ...]:
+    """What each column shows for ``s``, trace text made visible and clipped by ``safe_plain``.
+
+    Plain strings, so fitting the columns of a long run measures them without building ``Text``.
+    """
     args = short_args(s.args[0] if s.args else None, 26)
     if len(s.args) > 1:
         args += f" +{len(s.args) - 1}"
     error = ", ".join(s.error_types) or ("error" if s.is_error else "")
+    return (
+        f"{s.step}", "◆" if marked else " ", "✗" if s.is_error else " ",
+        safe_plain(_tools(s), newlines=False, width=24), safe_plain(args, newlines=False, width=30),
+        fmt_bytes(s.observation_bytes), fmt_int(s.input_tokens + s.output_tokens), fmt_int(s.context_tokens),
+        fmt_cost(s.cost_usd), safe_plain(error, newlines=False, width=32),
+    )
+
+
+_STYLES = {"mark": "yellow", "err": "bold red", "error": "bold red"}
+
+
+def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]:
+    marked = _marked(s, diagnosed)
     return [
-        Text(f"{s.step}", justify="right", style=HIGHLIGHT if marked else ""),
-        Text("◆" if marked else " ", style="yellow"),
-        Text("✗" if s.is_error else " ", style="bold red"),
-        safe(_tools(s), newlines=False, width=24),
-        safe(args, newlines=False, width=30),
-        Text(fmt_bytes(s.observation_bytes), justify="right"),
-        Text(fmt_int(s.input_tokens + s.output_tokens), justify="right"),
-        Text(fmt_int(s.context_tokens), justify="right"),
-        Text(fmt_cost(s.cost_usd), justify="right"),
-        safe(error, newlines=False, width=32, style="bold red"),
+        Text(text, style=HIGHLIGHT if key == "step" and marked else _STYLES.get(key, ""),
+             justify="right" if numeric else "left", end="")
+        for text, (key, numeric) in zip(step_texts(s, marked), COLUMNS)
     ]
 
 
@@ -70,7 +83,8 @@ class Timeline(LazyTable):
     def show(self, steps: Sequence[TimelineStep], diagnosed: tuple[int, int] | None) -> None:
         shown = list(steps)
         n = len(self.columns_shown)
-        self.set_rows([str(s.step) for s in shown], lambda i: step_cells(shown[i], diagnosed)[:n])
+        widths = fit((step_texts(s, _marked(s, diagnosed))[:n] for s in shown), n)
+        self.set_rows([str(s.step) for s in shown], lambda i: step_cells(shown[i], diagnosed)[:n], widths)
 
     @property
     def current_step(self) -> int | None:

@@ -2,7 +2,7 @@
 
 Live refresh hands the table the full current rows every couple of seconds. Clearing and
 re-adding would jump the cursor to the top and flicker; instead, when the keys are unchanged or
-only grew (a run gained steps), changed cells are updated in place and new rows appended. Only when
+only grew (a page of runs gained rows), changed cells are updated in place and new rows appended. Only when
 the order changed (a new run sorted to the top) is the table rebuilt, and then the cursor goes back
 to the row with the same key and the scroll position is kept.
 """

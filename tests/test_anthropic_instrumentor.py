@@ -68,8 +68,8 @@ def test_an_uninstrumented_agent_becomes_a_run_with_steps(db: Path, tracing: Tra
     assert query(db, "SELECT agent, task, model, status, n_steps, answer, input_tokens, output_tokens FROM runs") == [
         ("anthropic-client", "What is in a.txt?", MODEL, "ok", 3, "a.txt says alpha", 600, 45)]
     assert query(db, "SELECT step, thought, tool, args, observation, is_error FROM steps ORDER BY step") == [
-        (1, "I will read a.txt.", "read_file", '{"path": "a.txt"}', "alpha", False),
-        (2, "I will read zzz.txt.", "read_file", '{"path": "zzz.txt"}', "no such file", True),
+        (1, "I will read a.txt.", "read_file", '{"path":"a.txt"}', "alpha", False),
+        (2, "I will read zzz.txt.", "read_file", '{"path":"zzz.txt"}', "no such file", True),
         (3, "a.txt says alpha", None, None, None, False),
     ]
     calls = query(db, "SELECT step, stop_reason, retries, messages_keep, error FROM llm_calls ORDER BY step")

@@ -540,7 +540,7 @@ def test_looptrace_spans_sent_over_otlp_map_as_they_do_locally(receiver: OtlpRec
     tracing.shutdown()
     assert query(db, "SELECT source, agent, status, n_steps, answer FROM runs") == [
         ("looptrace", "native", "ok", 1, "done")]
-    assert query(db, "SELECT tool, args, observation FROM steps") == [("ls", '{"path": "."}', "a.txt")]
+    assert query(db, "SELECT tool, args, observation FROM steps") == [("ls", '{"path":"."}', "a.txt")]
 
 
 @pytest.mark.slow

@@ -44,8 +44,8 @@ def test_example_agent_produces_the_documented_rows(db: Path) -> None:
     steps = query(db, "SELECT step, thought, tool, args, observation, is_error, error_type FROM steps ORDER BY step")
     assert steps == [
         (1, "Let me list the files.", "ls", "{}", "notes.txt todo.txt", False, None),
-        (2, "Now read it.", "read", '{"path": "todo.txt"}', "ship looptrace", False, None),
-        (3, "That file does not exist; try cat.", "cat", '{"path": "todo.txt"}', "unknown tool: cat", True,
+        (2, "Now read it.", "read", '{"path":"todo.txt"}', "ship looptrace", False, None),
+        (3, "That file does not exist; try cat.", "cat", '{"path":"todo.txt"}', "unknown tool: cat", True,
          "tool_not_found"),
     ]
     names = {r[0] for r in query(db, "SELECT name FROM spans")}

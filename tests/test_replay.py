@@ -277,7 +277,7 @@ def test_a_fork_replays_steps_before_it_and_continues_live(demo: Demo, fork: For
     assert ours.answer == "The payment API rate limit is the risk."
     assert ours.actions[:2] == theirs.actions[:2]
     # Step 3 ran the live search over the sandbox.
-    assert ours.actions[2][1:] == ("search", '{"pattern": "Risk"}',
+    assert ours.actions[2][1:] == ("search", '{"pattern":"Risk"}',
                                    "notes.txt:3: Risk: the payment API rate limits.")
 
 
@@ -327,7 +327,7 @@ def test_the_diff_of_a_run_and_its_fork_points_at_the_fork_step(demo: Demo, fork
     pair = d.pairs[d.first_divergence]
     assert {f.step for f in (pair.a, pair.b) if f is not None} == {3}
     assert [p.same for p in d.pairs[:2]] == [True, True]
-    assert b[2].action == 'search {"pattern": "Risk"}'
+    assert b[2].action == 'search {"pattern":"Risk"}'
 
 
 def test_the_diff_command_names_the_fork_step(

@@ -14,9 +14,11 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 __all__ = ["Redactor", "DEFAULT_PATTERNS", "SECRET_KEY", "placeholder", "restore_env"]
 
@@ -52,6 +54,23 @@ _KEY_VALUE_IN_TEXT = re.compile(
 _JSON_SECRET_KEY = re.compile(r'(?i)"[^"]{0,40}(key|token|secret|passw|pwd|auth|cookie|session)[^"]{0,40}"\s*:')
 _ENV_SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)")
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
+
+# Substrings (case-folded) that every match of a default rule contains, and every secret key-value
+# pair in text (``_KEY_VALUE_IN_TEXT``'s key names): text with none of them needs no regex at all.
+_TELLS: dict[str, tuple[str, ...]] = {
+    "anthropic_key": ("sk-",),
+    "openai_key": ("sk-",),
+    "bearer": ("bearer",),
+    "aws_access_key": ("akia", "asia"),
+    "aws_secret": ("aws_secret_access_key",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "private_key": ("-----begin ",),
+    "jwt": ("eyj",),
+}
+_KEY_VALUE_TELLS = ("api-key", "api_key", "apikey", "token", "secret", "passw", "authorization", "cookie",
+                    "session")
+# The words ``_JSON_SECRET_KEY`` looks for in a key, without its quotes (escaped in a JSON blob).
+_JSON_SECRET_WORDS = ("key", "token", "secret", "passw", "pwd", "auth", "cookie", "session")
 
 
 # Attributes whose values looptrace generates itself (ids, hashes, enums, numbers): never secrets.
@@ -89,15 +108,19 @@ class Redactor:
         rules = {**self.patterns, **self.extra_patterns}
         self._names = list(rules)
         self._regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, p in enumerate(rules.values()))) if rules else None
-        # One pass that rules out most strings: any token shape, key-value pair or env secret at all.
-        alternatives = [*rules.values(), _KEY_VALUE_IN_TEXT.pattern[4:], *(re.escape(v) for _, v in self._env_values)]
-        self._anything = re.compile("|".join(f"(?:{a})" for a in alternatives), re.IGNORECASE)
+        # The cheap test that rules out most text: the default rules' tells as substrings; a rule
+        # of the user's own has no known tell, so it is searched for itself.
+        own = [p for name, p in rules.items() if DEFAULT_PATTERNS.get(name) != p]
+        self._tells = tuple({t for name, p in rules.items() if DEFAULT_PATTERNS.get(name) == p
+                             for t in _TELLS[name]} | set(_KEY_VALUE_TELLS))
+        self._own = re.compile("|".join(f"(?:{p})" for p in own)) if own else None
+        self._env_escaped = [escaped for _, v in self._env_values if (escaped := _json_escaped(v))]
         self._warned = False
 
     def text(self, value: str, hits: dict[str, int] | None = None) -> str:
         if not self.enabled or not value:
             return value
-        if not self._anything.search(value):
+        if not self._may_hold(value):
             return self._callback(value, hits)
         if self._regex is not None and self._regex.search(value):
             def sub(m: re.Match[str]) -> str:
@@ -122,6 +145,41 @@ class Redactor:
 
             value = _KEY_VALUE_IN_TEXT.sub(keep_key, value)
         return self._callback(value, hits)
+
+    def _may_hold(self, text: str, folded: str | None = None, env_values: Iterable[str] | None = None) -> bool:
+        """False only if no rule, secret key-value pair or env secret can match in ``text``.
+
+        Regular expressions that do not start with a literal scan at a few MB/s, so a 10 MB tool
+        result would hold the exporter for seconds; substring tests of the case-folded text run
+        at GB/s, and only text that fails them is searched properly.
+        """
+        folded = _fold(text) if folded is None else folded
+        if env_values is None:
+            env_values = (v for _, v in self._env_values)
+        return (any(t in folded for t in self._tells) or any(v in text for v in env_values)
+                or (self._own is not None and self._own.search(text) is not None))
+
+    def may_redact(self, attribute_maps: Sequence[Mapping[str, Any]], texts: Iterable[str | None] = ()) -> bool:
+        """False only if redacting every map (as ``attributes`` does) and every text would change
+        nothing: one cheap test for a whole batch of spans, which rarely holds a secret."""
+        if not self.enabled:
+            return False
+        if self.callback is not None or self._own is not None:
+            return True  # the callback may change any text; the user's rules may anchor on a value's ends
+        if any(_is_secret_attribute(k) for k in set().union(*attribute_maps).difference(SAFE_KEYS)):
+            return True
+        try:
+            # Every value at once, as one JSON text: encoding in C is far cheaper than visiting the
+            # values in Python. Escaping leaves the tells alone (letters, digits, "-", "_", space);
+            # env values are looked for as escaped; keys are not in it (they are checked above).
+            blob = orjson.dumps([[*m.values()] for m in attribute_maps] + [t for t in texts if t]).decode()
+        except TypeError:
+            return True  # a value orjson refuses (a lone surrogate, a structure): look at each one
+        folded = _fold(blob)
+        if self._may_hold(blob, folded, self._env_escaped):
+            return True
+        # ``value`` walks JSON text whose keys look secret; JSON text shows up as "{ or "[ here.
+        return ('"{' in blob or '"[' in blob) and any(w in folded for w in _JSON_SECRET_WORDS)
 
     def _callback(self, value: str, hits: dict[str, int] | None) -> str:
         if self.callback is not None:
@@ -173,6 +231,30 @@ class Redactor:
 @functools.lru_cache(maxsize=4096)
 def _is_secret_key(key: str) -> bool:
     return SECRET_KEY.search(key) is not None
+
+
+def _fold(text: str) -> str:
+    """``text`` case-folded so that every match of a case-insensitive pattern with ASCII letters
+    has those letters, lower-case, in it."""
+    folded = text.casefold()
+    if not text.isascii() and "\u0131" in folded:
+        # The one letter Python's case-insensitive matching equates with an ASCII one ("i") that
+        # case folding leaves alone: the dotless i.
+        folded = folded.replace("\u0131", "i")
+    return folded
+
+
+def _json_escaped(value: str) -> str | None:
+    """``value`` as it appears inside a JSON string written by orjson (None: it cannot appear)."""
+    try:
+        return orjson.dumps(value).decode()[1:-1]
+    except TypeError:
+        return None  # a lone surrogate: orjson refuses such text, so no blob holds it
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_attribute(attribute_key: str) -> bool:
+    return _is_secret_key(_leaf(attribute_key))
 
 
 def _is_json(text: str) -> bool:

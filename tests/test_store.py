@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from tracer.store import SCHEMA_VERSION, SegmentWriter, Store, StoreError
+from tracer.store import migrations
 from tracer.store.migrations import migrate
 
 from .conftest import PYTHON, python_env, query
@@ -116,6 +117,32 @@ def test_a_segment_is_absorbed_exactly_once(db: Path, tmp_path: Path) -> None:
     assert Store(db).compact() == 0
     assert not (writer.dir / name).exists()
     assert query(db, "SELECT count(*) FROM run_records") == [(1,)]
+
+
+def test_absorbed_segments_leave_readers_sight_at_once_and_are_deleted_after(db: Path) -> None:
+    writer = SegmentWriter(db)
+    names = [writer.write({"run_records": [_row(f"r{i}")]}) for i in range(3)]
+    # What a process that exited mid-deletion left in the trash: deleted by the next compaction.
+    (writer.dir / ".absorbed" / "left-over").mkdir(parents=True)
+    assert Store(db).compact() == 3
+    assert not any((writer.dir / n).exists() for n in names if n)
+    deadline = time.monotonic() + 10
+    while list((writer.dir / ".absorbed").iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list((writer.dir / ".absorbed").iterdir()) == []
+    assert query(db, "SELECT count(*) FROM runs") == [(3,)]
+
+
+def test_views_are_recreated_only_when_they_are_not_this_versions(db: Path) -> None:
+    Store(db).compact()
+    with duckdb.connect(str(db)) as conn:
+        marks = conn.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall()
+        conn.execute("CREATE OR REPLACE VIEW runs AS SELECT 1 AS stale")  # as an older looptrace left it
+    assert {c for _, c in marks} == {migrations.VIEWS_MARK} and len(marks) == len(migrations.VIEW_NAMES)
+    Store(db).compact()
+    with duckdb.connect(str(db), read_only=True) as conn:  # the file's own views, as the DuckDB CLI sees them
+        columns = [c for c, *_ in conn.execute("DESCRIBE runs").fetchall()]
+    assert "stale" not in columns and "run_id" in columns
 
 
 def test_an_unreadable_segment_is_set_aside_and_the_rest_absorbed(db: Path) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from itertools import count
 from pathlib import Path
-from threading import Lock
+from threading import Lock, Thread
 from typing import Any
 
 import duckdb
@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 QUARANTINE = "quarantine"
+TRASH = ".absorbed"  # absorbed segments waiting to be deleted
 
 
 def segments_dir(store_path: str | os.PathLike[str]) -> Path:
@@ -123,8 +124,42 @@ def segment_files(directory: Path, names: Sequence[str], table: str) -> list[str
 
 
 def remove_segments(directory: Path, names: Sequence[str]) -> None:
+    """Take absorbed segments out of readers' sight now, and delete them in the background.
+
+    Deleting a file whose blocks were just fsynced is slow on some disks (on ext4 mounted with
+    ``discard``, as here, ~3.5 ms per file: an absorbed 2048-span segment costs ~10 ms), and
+    compaction runs when a traced process shuts down. So each segment is renamed into
+    ``.absorbed/`` (one metadata operation; readers skip dot-names) and a daemon thread deletes
+    what is there. If the process exits first, the next compaction deletes the rest.
+    """
+    if not names:
+        return
+    trash: Path | None = directory / TRASH
+    try:
+        trash.mkdir(exist_ok=True)
+    except OSError:
+        trash = None
     for n in names:
-        shutil.rmtree(directory / n, ignore_errors=True)
+        try:
+            if trash is None:
+                raise OSError("no trash folder")
+            os.rename(directory / n, trash / n)
+        except FileNotFoundError:
+            pass  # already gone
+        except OSError:
+            shutil.rmtree(directory / n, ignore_errors=True)
+    if trash is not None:
+        Thread(target=_empty, args=(trash,), name="looptrace-segment-cleanup", daemon=True).start()
+
+
+def _empty(folder: Path) -> None:
+    """Delete what ``folder`` holds (never the folder: another process may be moving into it)."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for e in entries:
+        shutil.rmtree(folder / e, ignore_errors=True)
 
 
 def quarantine(directory: Path, name: str) -> Path:

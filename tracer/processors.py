@@ -9,8 +9,6 @@ then drop it; the difference between spans handed over and spans received is cou
 
 from __future__ import annotations
 
-import threading
-
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -43,23 +41,20 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         self._high_water = max_queue_size - max_export_batch_size
         self._max_wait = max_wait_seconds
         self._handed = 0
-        self._lock = threading.Lock()
         at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
-        self._lock = threading.Lock()
         self._handed = 0  # the exporter's counters restart at zero in the child too
 
     def on_end(self, span: ReadableSpan) -> None:
         if not span.context or not span.context.trace_flags.sampled:
             return
         progress = self._exporter.progress
-        with progress:
+        with progress:  # the exporter's own lock for its count: one lock per span, not two
             if self._handed - self._exporter.spans_received >= self._high_water:
                 progress.wait_for(
                     lambda: self._handed - self._exporter.spans_received < self._high_water, self._max_wait
                 )
-        with self._lock:
             self._handed += 1
         super().on_end(span)
 
@@ -79,6 +74,8 @@ class RunStartProcessor(SpanProcessor):
         self._exporter = exporter
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if not span.name.startswith(c.OP_INVOKE_AGENT):  # every span starts here: the cheap test first
+            return
         attrs = span.attributes or {}
         if attrs.get(c.GEN_AI_OPERATION) != c.OP_INVOKE_AGENT or attrs.get(c.RUN_ID) is None:
             return

@@ -98,6 +98,10 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))  # a 10 MB log is not encoded
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else clean_text(value)
 
@@ -163,8 +167,7 @@ def _step_row(s: PlainSpan) -> dict[str, Any]:
 
 def _tool_row(s: PlainSpan) -> dict[str, Any]:
     a = s.attributes
-    result = a.get(c.GEN_AI_TOOL_CALL_RESULT)
-    observation = _text(result)
+    observation = _text(a.get(c.GEN_AI_TOOL_CALL_RESULT))
     error_type = a.get(c.ERROR_TYPE)
     return {
         "run_id": a.get(c.RUN_ID),
@@ -174,7 +177,7 @@ def _tool_row(s: PlainSpan) -> dict[str, Any]:
         "tool": a.get(c.GEN_AI_TOOL_NAME),
         "args": _json_attr(a.get(c.GEN_AI_TOOL_CALL_ARGUMENTS)),
         "observation": observation,
-        "observation_bytes": len(observation.encode("utf-8")) if observation is not None
+        "observation_bytes": _utf8_size(observation) if observation is not None
         else _int(a.get(c.TOOL_RESULT_BYTES)) or 0,
         "is_error": bool(a.get(c.TOOL_IS_ERROR)) or error_type is not None,
         "error_type": error_type,

@@ -23,6 +23,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def clean_text(value: object) -> str:
     """``value`` as valid Unicode text (lone surrogates and undecodable bytes become U+FFFD)."""
     if isinstance(value, str):
+        if value.isascii():  # known without a scan: CPython keeps the flag
+            return value
         try:
             value.encode("utf-8")
             return value

@@ -2,13 +2,14 @@
 
 A ``DataTable`` measures and lays out every cell of every row before it paints, and keeps a
 renderable per cell: for a 1,000-step run that was most of the time it took to open. This table
-keeps just the row keys, the column widths (``fit`` over the cells' plain text, which is cheaper
-than measuring ``Text``) and a function that makes a row's cells, called only for the rows
-``render_line`` draws. It looks and moves like the
-DataTable it replaced (fixed header, zebra stripes, a row cursor whose colour wins over the cells',
-while a cell's own background shows through), so the screens' snapshots did not change.
+keeps just the row keys, the column widths (``fit`` over the cells' plain text, cheaper than
+measuring ``Text``) and a function that makes a row's cells, called only for the rows
+``render_line`` draws. It looks and moves like the DataTable it replaced (fixed header, zebra
+stripes, a row cursor whose colour wins over the cells' while a cell's own background shows
+through), so the screens' snapshots did not change.
 
-Cells are ``rich.text.Text`` made by ``viewer.safe``; they are joined as Text, never parsed as markup.
+Cells are ``rich.text.Text`` with trace text escaped by ``viewer.safe``; they are joined as Text,
+never parsed as markup.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Steps per second written durably: looptrace's exporter + compaction vs. a bulk Arrow insert.
 
 Both sides write the same rows (those ``tracer.records.rows_for_spans`` makes for N steps) and end
-with them in a DuckDB file on disk. looptrace goes the way a live process does: batches of 2048
+with them in a DuckDB file on disk. looptrace goes the way a live process does: batches of ``EXPORT_BATCH``
 spans through ``DuckDBSpanExporter.export`` (spans to rows, rows to Arrow, one fsynced Parquet
 segment per batch), then ``Store.compact()`` absorbs the segments into the file. The baseline is
 the plainest fast route: one Arrow table per base table, ``INSERT ... SELECT`` into DuckDB,
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracer.exporter import DuckDBSpanExporter
 from tracer.manual import Run
+from tracer.processors import EXPORT_BATCH
 from tracer.records import from_readable, rows_for_spans
 from tracer.store import Store
 from tracer.store.segments import arrow_schema
@@ -37,7 +38,7 @@ __all__ = ["TITLE", "run"]
 TITLE = "store_write: steps/s written durably into the store"
 GOAL_RATIO = 0.5
 ROUNDS = 3
-BATCH = 2048
+BATCH = EXPORT_BATCH  # what a live process's batch processor hands the exporter
 
 
 def make_spans(steps: int) -> tuple[ReadableSpan, ...]:

@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .forking import at_fork
-from .records import PlainSpan, from_readable, rows_for_spans
+from .records import PlainSpan, attributes_of, events_of, from_readable, rows_for_spans
 from .redact import Redactor, summarize
 from .store.segments import SegmentWriter
 from .textsafe import to_json
@@ -61,7 +61,12 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            rows = rows_for_spans(redact_spans([from_readable(s) for s in spans], self.redactor))
+            plain: Iterable[PlainSpan] = map(from_readable, spans)
+            if self.redactor.may_redact(*_redaction_inputs(spans)):  # rarely: a batch is cleared at once
+                plain = (redact_span(p, self.redactor) if _may_redact(p, self.redactor) else p for p in plain)
+            # One span at a time, so that no batch of PlainSpans outlives its rows: objects that
+            # survive a while are what makes the cycle collector walk the agent's whole heap.
+            rows = rows_for_spans(plain)
             self._writer.write(rows)
             with self._lock:
                 self.spans_written += n
@@ -123,19 +128,16 @@ class DuckDBSpanExporter(SpanExporter):
         return True  # export() writes synchronously: nothing is buffered here
 
 
-def _may_redact(spans: Sequence[PlainSpan], redactor: Redactor) -> bool:
-    return redactor.may_redact(
-        [s.attributes for s in spans] + [e.get("attributes") or {} for s in spans for e in s.events],
-        [s.status_message for s in spans],
-    )
+def _redaction_inputs(spans: Sequence[ReadableSpan]) -> tuple[list[Mapping[str, Any]], list[str | None]]:
+    """What redaction would look at in a batch: attributes (the spans' and their events'), status texts."""
+    maps = [attributes_of(s) for s in spans]
+    maps += [e.attributes or {} for s in spans for e in events_of(s)]
+    return maps, [s.status.description for s in spans]
 
 
-def redact_spans(spans: list[PlainSpan], redactor: Redactor) -> list[PlainSpan]:
-    """``redact_span`` of each span, skipping the work for spans one cheap test clears (a whole
-    batch at once, usually)."""
-    if not _may_redact(spans, redactor):
-        return spans
-    return [redact_span(s, redactor) if _may_redact([s], redactor) else s for s in spans]
+def _may_redact(span: PlainSpan, redactor: Redactor) -> bool:
+    return redactor.may_redact([span.attributes, *(e.get("attributes") or {} for e in span.events)],
+                               [span.status_message])
 
 
 def redact_span(span: PlainSpan, redactor: Redactor) -> PlainSpan:

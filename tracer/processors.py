@@ -18,7 +18,14 @@ from .exporter import DuckDBSpanExporter
 from .forking import at_fork
 from .records import run_start_row
 
-__all__ = ["BackpressureSpanProcessor", "RunStartProcessor"]
+__all__ = ["BackpressureSpanProcessor", "RunStartProcessor", "EXPORT_BATCH"]
+
+
+# An export batch is one segment: a few files, each fsynced, that every live reader scans until
+# they are absorbed, and whose deletion is slow on some disks. Bigger batches mean fewer of them; a
+# slow agent's batches stay small anyway (the processor flushes every 0.5 s).
+EXPORT_BATCH = 8192
+QUEUE = 4 * EXPORT_BATCH
 
 
 class BackpressureSpanProcessor(BatchSpanProcessor):
@@ -26,8 +33,8 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         self,
         exporter: DuckDBSpanExporter,
         *,
-        max_queue_size: int = 16384,
-        max_export_batch_size: int = 2048,
+        max_queue_size: int = QUEUE,
+        max_export_batch_size: int = EXPORT_BATCH,
         schedule_delay_millis: float = 500,
         max_wait_seconds: float = 10.0,
     ) -> None:

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from . import conventions as c
 from .textsafe import clean_text, to_json
 
-__all__ = ["PlainSpan", "from_readable", "rows_for_spans", "run_start_row", "ts"]
+__all__ = ["PlainSpan", "attributes_of", "events_of", "from_readable", "rows_for_spans", "run_start_row", "ts"]
 
 
 # Not frozen: a frozen dataclass's __init__ costs 6x more, paid for every span the exporter writes.
@@ -46,16 +46,25 @@ def ts(ns: int | None) -> int | None:
     return None if ns is None else ns // 1000
 
 
+def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """An ended span's attributes. They are immutable by then, so the plain dict behind them is
+    shared, not copied (a copy through the public view costs more than the rest of ``from_readable``)."""
+    attributes = getattr(span, "_attributes", None)
+    return getattr(attributes, "_dict", None) or dict(span.attributes or {})
+
+
+def events_of(span: ReadableSpan) -> Sequence[Event]:
+    events = getattr(span, "_events", None)  # the ``events`` view copies them, even when there are none
+    return span.events if events is None else events
+
+
 def from_readable(span: ReadableSpan) -> PlainSpan:
     ctx = span.context
     parent = span.parent
     status = span.status
-    attributes = getattr(span, "_attributes", None)
     scope = span.instrumentation_scope
     resource = span.resource
-    events = getattr(span, "_events", None)  # the ``events`` view copies them, even when there are none
-    if events is None:
-        events = span.events
+    events = events_of(span)
     return PlainSpan(
         "%032x" % ctx.trace_id if ctx else "",
         "%016x" % ctx.span_id if ctx else "",
@@ -66,9 +75,7 @@ def from_readable(span: ReadableSpan) -> PlainSpan:
         span.end_time,
         _STATUS_NAMES[status.status_code],
         status.description,
-        # An ended span's attributes are immutable: the plain dict behind them is shared, not
-        # copied (through the public ``attributes`` view, a copy costs more than the rest of this).
-        getattr(attributes, "_dict", None) or dict(span.attributes or {}),
+        attributes_of(span),
         [{"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})}
          for e in events] if events else (),
         resource.attributes if resource else {},

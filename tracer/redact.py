@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -172,7 +173,11 @@ class Redactor:
             # Every value at once, as one JSON text: encoding in C is far cheaper than visiting the
             # values in Python. Escaping leaves the tells alone (letters, digits, "-", "_", space);
             # env values are looked for as escaped; keys are not in it (they are checked above).
-            blob = orjson.dumps([[*m.values()] for m in attribute_maps] + [t for t in texts if t]).decode()
+            # One flat list, not one per span: thousands of small lists alive at once get promoted
+            # by the cycle collector and bring on a full collection of the agent's heap.
+            values = list(chain.from_iterable(m.values() for m in attribute_maps))
+            values.extend(t for t in texts if t)
+            blob = orjson.dumps(values).decode()
         except TypeError:
             return True  # a value orjson refuses (a lone surrogate, a structure): look at each one
         folded = _fold(blob)

@@ -1,6 +1,6 @@
 """Steps per second written durably: looptrace's exporter + compaction vs. a bulk Arrow insert.
 
-Both sides write the same rows (those ``tracer.records.rows_for_spans`` makes for N steps) and end
+Both sides write the same rows (those ``tracer.records.columns_for_batch`` makes for N steps) and end
 with them in a DuckDB file on disk. looptrace goes the way a live process does: batches of ``EXPORT_BATCH``
 spans through ``DuckDBSpanExporter.export`` (spans to rows, rows to Arrow, one fsynced Parquet
 segment per batch), then ``Store.compact()`` absorbs the segments into the file. The baseline is
@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tracer.exporter import DuckDBSpanExporter
 from tracer.manual import Run
 from tracer.processors import EXPORT_BATCH
-from tracer.records import from_readable, rows_for_spans
+from tracer.records import SpanBatch, as_rows, columns_for_batch
 from tracer.store import Store
 from tracer.store.segments import arrow_schema
 from tracer.store.migrations import migrate
@@ -103,13 +103,17 @@ def run(quick: bool = False) -> list[Result]:
     steps = 5_000 if quick else 50_000
     spans = make_spans(steps)
     t0 = time.perf_counter()
-    rows = rows_for_spans(from_readable(s) for s in spans)
+    columns = [columns_for_batch(SpanBatch.of_readable(spans[i : i + BATCH])) for i in range(0, len(spans), BATCH)]
     convert = time.perf_counter() - t0  # inside looptrace's export; done untimed for the baseline
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for batch in columns:
+        for table, table_rows in as_rows(batch).items():
+            rows.setdefault(table, []).extend(table_rows)
     counter = iter(range(1_000_000))
     with scratch_dir("store-write") as tmp:
         warm = make_spans(100)  # warm-up: cached Arrow schemas, DuckDB's JSON extension
         _looptrace(warm, tmp, -1)
-        _baseline(rows_for_spans(from_readable(s) for s in warm), len(warm), tmp, -1)
+        _baseline(as_rows(columns_for_batch(SpanBatch.of_readable(warm))), len(warm), tmp, -1)
         ours, theirs = alternate(
             ROUNDS,
             lambda: _looptrace(spans, tmp, next(counter)),
@@ -120,7 +124,7 @@ def run(quick: bool = False) -> list[Result]:
     note = (
         f"{steps:,} steps ({len(spans):,} spans) x {ROUNDS} rounds, medians: "
         f"looptrace {median(ours):.2f} s, baseline {median(theirs):.2f} s; spans -> rows alone "
-        f"(from_readable + rows_for_spans, once, untimed) {convert:.2f} s"
+        f"(SpanBatch + columns_for_batch, once, untimed) {convert:.2f} s"
     )
     return [
         Result(

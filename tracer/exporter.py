@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .forking import at_fork
-from .records import PlainSpan, attributes_of, events_of, from_readable, rows_for_spans
+from .records import PlainSpan, SpanBatch, columns_for_batch
 from .redact import Redactor, summarize
 from .store.segments import SegmentWriter
 from .textsafe import to_json
@@ -61,13 +61,9 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            plain: Iterable[PlainSpan] = map(from_readable, spans)
-            if self.redactor.may_redact(*_redaction_inputs(spans)):  # rarely: a batch is cleared at once
-                plain = (redact_span(p, self.redactor) if _may_redact(p, self.redactor) else p for p in plain)
-            # One span at a time, so that no batch of PlainSpans outlives its rows: objects that
-            # survive a while are what makes the cycle collector walk the agent's whole heap.
-            rows = rows_for_spans(plain)
-            self._writer.write(rows)
+            batch = SpanBatch.of_readable(spans)
+            redact_batch(batch, self.redactor)
+            self._writer.write(columns_for_batch(batch))
             with self._lock:
                 self.spans_written += n
             return SpanExportResult.SUCCESS
@@ -128,16 +124,21 @@ class DuckDBSpanExporter(SpanExporter):
         return True  # export() writes synchronously: nothing is buffered here
 
 
-def _redaction_inputs(spans: Sequence[ReadableSpan]) -> tuple[list[Mapping[str, Any]], list[str | None]]:
-    """What redaction would look at in a batch: attributes (the spans' and their events'), status texts."""
-    maps = [attributes_of(s) for s in spans]
-    maps += [e.attributes or {} for s in spans for e in events_of(s)]
-    return maps, [s.status.description for s in spans]
+def redact_batch(batch: SpanBatch, redactor: Redactor) -> None:
+    """Redact ``batch`` in place, span by span (``redact_span``); one cheap test clears most batches
+    whole, and the spans of a batch it does not clear are tested one by one."""
+    if not redactor.may_redact(_attribute_maps(batch.attributes, batch.events), batch.status_message):
+        return
+    for i in range(len(batch)):
+        span = batch.span(i)
+        if redactor.may_redact(_attribute_maps([span.attributes], [span.events]), [span.status_message]):
+            batch.put(i, redact_span(span, redactor))
 
 
-def _may_redact(span: PlainSpan, redactor: Redactor) -> bool:
-    return redactor.may_redact([span.attributes, *(e.get("attributes") or {} for e in span.events)],
-                               [span.status_message])
+def _attribute_maps(attributes: list[Mapping[str, Any]],
+                    events: Sequence[Sequence[dict[str, Any]]]) -> list[Mapping[str, Any]]:
+    """The spans' attributes and their events': every map redaction would walk."""
+    return attributes + [e.get("attributes") or {} for evs in events for e in evs]
 
 
 def redact_span(span: PlainSpan, redactor: Redactor) -> PlainSpan:

@@ -19,7 +19,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from . import conventions as c
 from .textsafe import clean_text, to_json
 
-__all__ = ["PlainSpan", "attributes_of", "events_of", "from_readable", "rows_for_spans", "run_start_row", "ts"]
+__all__ = [
+    "Columns", "PlainSpan", "SpanBatch", "as_rows", "attributes_of", "columns_for_batch", "events_of", "from_readable",
+    "rows_for_spans", "run_start_row", "ts",
+]
 
 
 # Not frozen: a frozen dataclass's __init__ costs 6x more, paid for every span the exporter writes.
@@ -59,28 +62,7 @@ def events_of(span: ReadableSpan) -> Sequence[Event]:
 
 
 def from_readable(span: ReadableSpan) -> PlainSpan:
-    ctx = span.context
-    parent = span.parent
-    status = span.status
-    scope = span.instrumentation_scope
-    resource = span.resource
-    events = events_of(span)
-    return PlainSpan(
-        "%032x" % ctx.trace_id if ctx else "",
-        "%016x" % ctx.span_id if ctx else "",
-        "%016x" % parent.span_id if parent else None,
-        span.name,
-        _KIND_NAMES[span.kind],
-        span.start_time,
-        span.end_time,
-        _STATUS_NAMES[status.status_code],
-        status.description,
-        attributes_of(span),
-        [{"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})}
-         for e in events] if events else (),
-        resource.attributes if resource else {},
-        scope.name if scope else None,
-    )
+    return SpanBatch.of_readable([span]).span(0)
 
 
 _KIND_NAMES = {kind: kind.name for kind in SpanKind}
@@ -155,96 +137,182 @@ def _run_end_row(s: PlainSpan) -> dict[str, Any]:
     return row
 
 
-def _step_row(s: PlainSpan) -> dict[str, Any]:
-    a = s.attributes
+Columns = dict[str, list[Any]]  # one table's rows, column by column
+
+
+@dataclass(slots=True)
+class SpanBatch:
+    """A batch of spans, field by field. The exporter converts thousands of spans a second: a
+    comprehension per column costs about half of a dict per row (and ``Table.from_pylist`` taking
+    the dicts apart again), and 13 lists are all the cycle collector has to look at."""
+
+    trace_id: list[str]
+    span_id: list[str]
+    parent_span_id: list[str | None]
+    name: list[str]
+    kind: list[str]
+    start_ns: list[int | None]
+    end_ns: list[int | None]
+    status_code: list[str]
+    status_message: list[str | None]
+    attributes: list[Mapping[str, Any]]
+    events: list[Sequence[dict[str, Any]]]
+    resource: list[Mapping[str, Any]]
+    scope: list[str | None]
+
+    @classmethod
+    def of_plain(cls, spans: Sequence[PlainSpan]) -> SpanBatch:
+        return cls(*([getattr(s, f) for s in spans] for f in _FIELDS))
+
+    @classmethod
+    def of_readable(cls, spans: Sequence[ReadableSpan]) -> SpanBatch:
+        contexts = [s.context for s in spans]
+        parents = [s.parent for s in spans]
+        statuses = [s.status for s in spans]
+        scopes = [s.instrumentation_scope for s in spans]
+        return cls(
+            ["%032x" % x.trace_id if x else "" for x in contexts],
+            ["%016x" % x.span_id if x else "" for x in contexts],
+            ["%016x" % x.span_id if x else None for x in parents],
+            [s.name for s in spans],
+            [_KIND_NAMES[s.kind] for s in spans],
+            [s.start_time for s in spans],
+            [s.end_time for s in spans],
+            [_STATUS_NAMES[x.status_code] for x in statuses],
+            [x.description for x in statuses],
+            [attributes_of(s) for s in spans],
+            [_plain_events(events_of(s)) for s in spans],
+            [s.resource.attributes if s.resource else {} for s in spans],
+            [x.name if x else None for x in scopes],
+        )
+
+    def __len__(self) -> int:
+        return len(self.span_id)
+
+    def span(self, i: int) -> PlainSpan:
+        return PlainSpan(*(getattr(self, f)[i] for f in _FIELDS))
+
+    def put(self, i: int, span: PlainSpan) -> None:
+        for f in _FIELDS:
+            getattr(self, f)[i] = getattr(span, f)
+
+
+_FIELDS = tuple(PlainSpan.__dataclass_fields__)
+
+
+def _plain_events(events: Sequence[Event]) -> Sequence[dict[str, Any]]:
+    if not events:
+        return ()
+    return [{"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})} for e in events]
+
+
+def _micros(values: list[int | None]) -> list[int | None]:
+    """Stored timestamps (see ``ts``) for a column of nanoseconds."""
+    return [None if ns is None else ns // 1000 for ns in values]
+
+
+def _events_json(events: Sequence[dict[str, Any]]) -> str | None:
+    return to_json(events) if events else None
+
+
+def _span_columns(b: SpanBatch, started: list[int | None], ended: list[int | None]) -> Columns:
+    resources: dict[int, str | None] = {}
     return {
-        "run_id": a.get(c.RUN_ID),
-        "step": _int(a.get(c.STEP_INDEX)),
-        "started_at": ts(s.start_ns),
-        "ended_at": ts(s.end_ns),
-        "thought": _text(a.get(c.STEP_THOUGHT)),
-        "input_tokens": _int(a.get(c.GEN_AI_USAGE_INPUT_TOKENS)),
-        "output_tokens": _int(a.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)),
-        "context_tokens": _int(a.get(c.STEP_CONTEXT_TOKENS)),
-        "cost_usd": a.get(c.STEP_COST),
-        "events": to_json(s.events) if s.events else None,
-        "span_id": s.span_id,
+        "trace_id": b.trace_id,
+        "span_id": b.span_id,
+        "parent_span_id": b.parent_span_id,
+        "name": b.name,
+        "kind": b.kind,
+        "start_time": started,
+        "end_time": ended,
+        "status_code": b.status_code,
+        "status_message": [_text(m) for m in b.status_message],
+        "run_id": [a.get(c.RUN_ID) for a in b.attributes],
+        "attributes": [to_json({k: v for k, v in a.items() if k not in c.MOVED_TO_COLUMNS}) for a in b.attributes],
+        "events": [_events_json(e) for e in b.events],
+        "resource": [_resource_json(r, resources) for r in b.resource],
+        "scope": b.scope,
     }
 
 
-def _tool_row(s: PlainSpan) -> dict[str, Any]:
-    a = s.attributes
-    observation = _text(a.get(c.GEN_AI_TOOL_CALL_RESULT))
-    error_type = a.get(c.ERROR_TYPE)
+def _step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+    a = [b.attributes[i] for i in idx]
     return {
-        "run_id": a.get(c.RUN_ID),
-        "step": _int(a.get(c.STEP_INDEX)),
-        "call_index": _int(a.get(c.TOOL_CALL_INDEX)) or 0,
-        "tool_call_id": a.get(c.GEN_AI_TOOL_CALL_ID),
-        "tool": a.get(c.GEN_AI_TOOL_NAME),
-        "args": _json_attr(a.get(c.GEN_AI_TOOL_CALL_ARGUMENTS)),
-        "observation": observation,
-        "observation_bytes": _utf8_size(observation) if observation is not None
-        else _int(a.get(c.TOOL_RESULT_BYTES)) or 0,
-        "is_error": bool(a.get(c.TOOL_IS_ERROR)) or error_type is not None,
-        "error_type": error_type,
-        "started_at": ts(s.start_ns),
-        "ended_at": ts(s.end_ns),
-        "span_id": s.span_id,
+        "run_id": [x.get(c.RUN_ID) for x in a],
+        "step": [_int(x.get(c.STEP_INDEX)) for x in a],
+        "started_at": [started[i] for i in idx],
+        "ended_at": [ended[i] for i in idx],
+        "thought": [_text(x.get(c.STEP_THOUGHT)) for x in a],
+        "input_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
+        "output_tokens": [_int(x.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)) for x in a],
+        "context_tokens": [_int(x.get(c.STEP_CONTEXT_TOKENS)) for x in a],
+        "cost_usd": [x.get(c.STEP_COST) for x in a],
+        "events": [_events_json(b.events[i]) for i in idx],
+        "span_id": [b.span_id[i] for i in idx],
     }
 
 
-def _llm_row(s: PlainSpan) -> dict[str, Any]:
-    a = s.attributes
+def _tool_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+    a = [b.attributes[i] for i in idx]
+    observations = [_text(x.get(c.GEN_AI_TOOL_CALL_RESULT)) for x in a]
+    error_types = [x.get(c.ERROR_TYPE) for x in a]
     return {
-        "run_id": a.get(c.RUN_ID),
-        "step": _int(a.get(c.STEP_INDEX)),
-        "call_id": s.span_id,
-        "base_call_id": a.get(c.LLM_BASE_CALL),
-        "provider": a.get(c.GEN_AI_PROVIDER),
-        "model": a.get(c.GEN_AI_REQUEST_MODEL),
-        "response_model": a.get(c.GEN_AI_RESPONSE_MODEL),
-        "started_at": ts(s.start_ns),
-        "ended_at": ts(s.end_ns),
-        "params": _json_attr(a.get(c.LLM_PARAMS)),
-        "system_sha": a.get(c.LLM_SYSTEM_SHA),
-        "system": _json_attr(a.get(c.LLM_SYSTEM)),
-        "tools_sha": a.get(c.LLM_TOOLS_SHA),
-        "tools": _json_attr(a.get(c.LLM_TOOLS)),
-        "messages_keep": _int(a.get(c.LLM_MESSAGES_KEEP)),
-        "messages_append": _json_attr(a.get(c.LLM_MESSAGES_APPEND)),
-        "request_sha": a.get(c.LLM_REQUEST_SHA),
-        "response": _json_attr(a.get(c.LLM_RESPONSE)),
-        "stop_reason": (list(a.get(c.GEN_AI_RESPONSE_FINISH_REASONS) or []) or [None])[0],
-        "input_tokens": _int(a.get(c.GEN_AI_USAGE_INPUT_TOKENS)),
-        "output_tokens": _int(a.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)),
-        "cache_read_tokens": _int(a.get(c.GEN_AI_USAGE_CACHE_READ)),
-        "cache_creation_tokens": _int(a.get(c.GEN_AI_USAGE_CACHE_CREATION)),
-        "cost_usd": a.get(c.LLM_COST),
-        "retries": _int(a.get(c.LLM_RETRIES)) or 0,
-        "error": _text(a.get(c.LLM_ERROR) or (s.status_message if s.status_code == "ERROR" else None)),
-        "span_id": s.span_id,
+        "run_id": [x.get(c.RUN_ID) for x in a],
+        "step": [_int(x.get(c.STEP_INDEX)) for x in a],
+        "call_index": [_int(x.get(c.TOOL_CALL_INDEX)) or 0 for x in a],
+        "tool_call_id": [x.get(c.GEN_AI_TOOL_CALL_ID) for x in a],
+        "tool": [x.get(c.GEN_AI_TOOL_NAME) for x in a],
+        "args": [_json_attr(x.get(c.GEN_AI_TOOL_CALL_ARGUMENTS)) for x in a],
+        "observation": observations,
+        # Without the result (no-content mode) the size the tracer recorded stands in.
+        "observation_bytes": [_utf8_size(o) if o is not None else _int(x.get(c.TOOL_RESULT_BYTES)) or 0
+                              for o, x in zip(observations, a)],
+        "is_error": [bool(x.get(c.TOOL_IS_ERROR)) or e is not None for x, e in zip(a, error_types)],
+        "error_type": error_types,
+        "started_at": [started[i] for i in idx],
+        "ended_at": [ended[i] for i in idx],
+        "span_id": [b.span_id[i] for i in idx],
     }
 
 
-def _span_row(s: PlainSpan, resources: dict[int, str | None]) -> dict[str, Any]:
-    kept = {k: v for k, v in s.attributes.items() if k not in c.MOVED_TO_COLUMNS}
+def _llm_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+    a = [b.attributes[i] for i in idx]
+    failed = [b.status_message[i] if b.status_code[i] == "ERROR" else None for i in idx]
     return {
-        "trace_id": s.trace_id,
-        "span_id": s.span_id,
-        "parent_span_id": s.parent_span_id,
-        "name": s.name,
-        "kind": s.kind,
-        "start_time": ts(s.start_ns),
-        "end_time": ts(s.end_ns),
-        "status_code": s.status_code,
-        "status_message": _text(s.status_message),
-        "run_id": s.attributes.get(c.RUN_ID),
-        "attributes": to_json(kept),
-        "events": to_json(s.events) if s.events else None,
-        "resource": _resource_json(s.resource, resources),
-        "scope": s.scope,
+        "run_id": [x.get(c.RUN_ID) for x in a],
+        "step": [_int(x.get(c.STEP_INDEX)) for x in a],
+        "call_id": [b.span_id[i] for i in idx],
+        "base_call_id": [x.get(c.LLM_BASE_CALL) for x in a],
+        "provider": [x.get(c.GEN_AI_PROVIDER) for x in a],
+        "model": [x.get(c.GEN_AI_REQUEST_MODEL) for x in a],
+        "response_model": [x.get(c.GEN_AI_RESPONSE_MODEL) for x in a],
+        "started_at": [started[i] for i in idx],
+        "ended_at": [ended[i] for i in idx],
+        "params": [_json_attr(x.get(c.LLM_PARAMS)) for x in a],
+        "system_sha": [x.get(c.LLM_SYSTEM_SHA) for x in a],
+        "system": [_json_attr(x.get(c.LLM_SYSTEM)) for x in a],
+        "tools_sha": [x.get(c.LLM_TOOLS_SHA) for x in a],
+        "tools": [_json_attr(x.get(c.LLM_TOOLS)) for x in a],
+        "messages_keep": [_int(x.get(c.LLM_MESSAGES_KEEP)) for x in a],
+        "messages_append": [_json_attr(x.get(c.LLM_MESSAGES_APPEND)) for x in a],
+        "request_sha": [x.get(c.LLM_REQUEST_SHA) for x in a],
+        "response": [_json_attr(x.get(c.LLM_RESPONSE)) for x in a],
+        "stop_reason": [(list(x.get(c.GEN_AI_RESPONSE_FINISH_REASONS) or []) or [None])[0] for x in a],
+        "input_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
+        "output_tokens": [_int(x.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)) for x in a],
+        "cache_read_tokens": [_int(x.get(c.GEN_AI_USAGE_CACHE_READ)) for x in a],
+        "cache_creation_tokens": [_int(x.get(c.GEN_AI_USAGE_CACHE_CREATION)) for x in a],
+        "cost_usd": [x.get(c.LLM_COST) for x in a],
+        "retries": [_int(x.get(c.LLM_RETRIES)) or 0 for x in a],
+        "error": [_text(x.get(c.LLM_ERROR) or f) for x, f in zip(a, failed)],
+        "span_id": [b.span_id[i] for i in idx],
     }
+
+
+def _run_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+    # A run ends once: its rows are few, so they are made one by one, as at its start.
+    rows = [_run_end_row(b.span(i)) for i in idx]
+    return {k: [r[k] for r in rows] for k in rows[0]}
 
 
 def _resource_json(resource: Mapping[str, Any], cache: dict[int, str | None]) -> str | None:
@@ -256,25 +324,34 @@ def _resource_json(resource: Mapping[str, Any], cache: dict[int, str | None]) ->
 
 
 _TYPED = {
-    c.OP_INVOKE_AGENT: ("run_records", _run_end_row),
-    c.OP_CHAT: ("llm_call_records", _llm_row),
-    c.OP_EXECUTE_TOOL: ("tool_call_records", _tool_row),
+    c.OP_INVOKE_AGENT: ("run_records", _run_columns),
+    c.OP_CHAT: ("llm_call_records", _llm_columns),
+    c.OP_EXECUTE_TOOL: ("tool_call_records", _tool_columns),
 }
 
 
-def rows_for_spans(spans: Iterable[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {"spans": []}
-    resources: dict[int, str | None] = {}
-    for s in spans:
-        out["spans"].append(_span_row(s, resources))
-        op = str(s.attributes.get(c.GEN_AI_OPERATION))
-        if s.attributes.get(c.RUN_ID) is None:
+def columns_for_batch(batch: SpanBatch) -> dict[str, Columns]:
+    """The store's rows for a batch of spans, table by table and column by column."""
+    started, ended = _micros(batch.start_ns), _micros(batch.end_ns)
+    typed: dict[str, list[int]] = {}
+    for i, (name, attrs) in enumerate(zip(batch.name, batch.attributes)):
+        if attrs.get(c.RUN_ID) is None:
             continue  # not part of a looptrace run (e.g. the anthropic SDK's own span): `spans` only
-        if s.name == c.STEP_SPAN:
-            table, make = "step_records", _step_row
-        elif (typed := _TYPED.get(op)) is not None:
-            table, make = typed
-        else:
-            continue
-        out.setdefault(table, []).append(make(s))
+        if name == c.STEP_SPAN:
+            typed.setdefault("step_records", []).append(i)
+        elif (kind := _TYPED.get(str(attrs.get(c.GEN_AI_OPERATION)))) is not None:
+            typed.setdefault(kind[0], []).append(i)
+    out = {"spans": _span_columns(batch, started, ended)}
+    makers = {"step_records": _step_columns, **dict(_TYPED.values())}
+    for table, idx in typed.items():
+        out[table] = makers[table](batch, idx, started, ended)
     return out
+
+
+def as_rows(tables: Mapping[str, Columns]) -> dict[str, list[dict[str, Any]]]:
+    return {table: [dict(zip(cols, values)) for values in zip(*cols.values())] for table, cols in tables.items()}
+
+
+def rows_for_spans(spans: Iterable[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
+    """``columns_for_batch`` as rows (dicts), for code that works on rows: importers, OTLP ingest."""
+    return as_rows(columns_for_batch(SpanBatch.of_plain(list(spans))))

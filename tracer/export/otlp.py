@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from tracer import conventions as c
 from tracer.forking import at_fork
+from tracer.records import attributes_of, events_of
 from tracer.redact import Redactor, summarize
 from tracer.textsafe import to_json
 
@@ -243,7 +244,10 @@ class RedactingSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            redacted = [self._redact(s) for s in spans]
+            maps = [attributes_of(s) for s in spans] + [e.attributes or {} for s in spans for e in events_of(s)]
+            # One cheap test clears most batches whole (see Redactor.may_redact).
+            redacted = [self._redact(s) for s in spans] \
+                if self.redactor.may_redact(maps, [s.status.description for s in spans]) else spans
         except Exception:  # noqa: BLE001 - never send what could not be redacted
             log.warning("looptrace: could not redact %d spans; they were not sent", len(spans), exc_info=True)
             return SpanExportResult.FAILURE

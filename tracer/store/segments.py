@@ -36,6 +36,8 @@ __all__ = [
     "remove_segments",
     "arrow_schema",
     "fsync",
+    "to_arrow",
+    "TableData",
 ]
 
 QUARANTINE = "quarantine"
@@ -69,6 +71,24 @@ def fsync(path: Path) -> None:
         os.close(fd)
 
 
+# A table's rows: a sequence of dicts, or a dict of columns (what the span exporter makes).
+TableData = Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]]
+
+
+def _length(data: TableData) -> int:
+    if isinstance(data, Mapping):
+        return len(next(iter(data.values()), ()))
+    return len(data)
+
+
+def to_arrow(data: TableData, schema: pa.Schema) -> pa.Table:
+    """``data`` as an Arrow table of ``schema``: missing columns are null, unknown ones ignored."""
+    if isinstance(data, Mapping):
+        n = _length(data)
+        return pa.Table.from_pydict({f.name: data.get(f.name, [None] * n) for f in schema}, schema=schema)
+    return pa.Table.from_pylist(list(data), schema=schema)
+
+
 class SegmentWriter:
     """Writes batches of rows as segments. Thread-safe; one per process is enough."""
 
@@ -78,9 +98,10 @@ class SegmentWriter:
         self._seq = count()
         self._lock = Lock()
 
-    def write(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> str | None:
-        """Write one segment holding ``rows`` (table name -> rows); return its name, or None if empty."""
-        tables = {t: r for t, r in rows.items() if r}
+    def write(self, rows: Mapping[str, TableData]) -> str | None:
+        """Write one segment holding ``rows`` (table name -> rows, or columns); return its name, or
+        None if empty."""
+        tables = {t: r for t, r in rows.items() if _length(r)}
         if not tables:
             return None
         with self._lock:
@@ -93,7 +114,7 @@ class SegmentWriter:
             for table, table_rows in tables.items():
                 if table not in RECORD_TABLES:
                     raise ValueError(f"unknown table {table!r}")
-                data = pa.Table.from_pylist(list(table_rows), schema=arrow_schema(table))
+                data = to_arrow(table_rows, arrow_schema(table))
                 target = tmp / f"{table}.parquet"
                 pq.write_table(data, target, compression="zstd")
                 if self.durable:

@@ -148,7 +148,7 @@ def remove_segments(directory: Path, names: Sequence[str]) -> None:
     """Take absorbed segments out of readers' sight now, and delete them in the background.
 
     Deleting a file whose blocks were just fsynced is slow on some disks (on ext4 mounted with
-    ``discard``, as here, ~3.5 ms per file: an absorbed 2048-span segment costs ~10 ms), and
+    ``discard``, as here, ~3.5 ms per file: an absorbed segment of 3-4 files costs ~10 ms), and
     compaction runs when a traced process shuts down. So each segment is renamed into
     ``.absorbed/`` (one metadata operation; readers skip dot-names) and a daemon thread deletes
     what is there. If the process exits first, the next compaction deletes the rest.

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 import duckdb
 
-__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL"]
+__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,35 @@ class RunDiff:
         return sum(p.same for p in self.pairs)
 
 
+# Past this many cells the longest-common-subsequence table (a list of Python ints per cell) costs
+# seconds and hundreds of MB: the steps between the common ends are then paired in order.
+MAX_TABLE = 1_000_000
+
+
 def align(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
+    """The two runs' steps paired by a longest common subsequence of their actions.
+
+    Common leading and trailing steps are paired first (they belong to some longest common
+    subsequence): a replay or fork usually matches its original up to a point, so the table is
+    built only for what lies between.
+    """
+    n, m = len(a), len(b)
+    head = 0
+    while head < min(n, m) and a[head].action == b[head].action:
+        head += 1
+    tail = 0
+    while tail < min(n, m) - head and a[n - 1 - tail].action == b[m - 1 - tail].action:
+        tail += 1
+    middle_a, middle_b = a[head:n - tail], b[head:m - tail]
+    if len(middle_a) * len(middle_b) > MAX_TABLE:
+        middle = [Aligned(x, y) for x, y in zip_longest(middle_a, middle_b)]
+    else:
+        middle = _lcs(middle_a, middle_b)
+    return ([Aligned(x, y) for x, y in zip(a[:head], b[:head])] + middle
+            + [Aligned(x, y) for x, y in zip(a[n - tail:], b[m - tail:])])
+
+
+def _lcs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
     n, m = len(a), len(b)
     lcs = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
@@ -67,9 +96,11 @@ def diff_runs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> RunDiff:
 
 
 # One row per step: the step's actions in call order, its tokens and cost, and its model latency.
+# Arguments are compared minified (json()), so runs stored by looptrace versions that spaced their
+# JSON differently still match.
 STEP_FACTS_SQL = """
 SELECT s.step,
-       string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(s.args AS VARCHAR), ''), ' | '
+       string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(json(s.args) AS VARCHAR), ''), ' | '
                   ORDER BY s.call_index) AS action,
        sum(s.input_tokens + s.output_tokens) AS tokens, sum(s.cost_usd) AS cost_usd,
        coalesce((SELECT sum(l.latency_ms) FROM llm_calls l WHERE l.run_id = s.run_id AND l.step = s.step), 0)

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loop.demo import run_scenarios
 from loop.model import AnthropicModel
@@ -33,6 +35,7 @@ from loop.scripted import SCRIPTED_MODEL, Script, act, finish
 from loop.server import MessagesServer
 from loop.workspace import workspace_tools
 from replay.cassette import CASSETTE_VERSION, load_cassette, save_cassette
+from replay import diff as diff_module
 from replay.diff import Aligned, StepFacts, align, diff_runs, load_step_facts
 from replay.recording import Recording, RecordingError, load_recording
 from replay.regression import export_test
@@ -368,6 +371,28 @@ def test_align(a: tuple[str, ...], b: tuple[str, ...], expected: list[tuple[int 
     pairs = align(facts(*a), facts(*b))
     assert steps_of(pairs) == expected
     assert all(p.same == (p.a is not None and p.b is not None) for p in pairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("xyz"), max_size=12), st.lists(st.sampled_from("xyz"), max_size=12))
+def test_align_pairs_a_longest_common_subsequence_after_trimming_the_common_ends(
+    a: list[str], b: list[str]
+) -> None:
+    pairs = align(facts(*a), facts(*b))
+    # Every step of both runs once, in order, and as many alike as the plain table finds.
+    assert [p.a.step for p in pairs if p.a] == list(range(1, len(a) + 1))
+    assert [p.b.step for p in pairs if p.b] == list(range(1, len(b) + 1))
+    assert sum(p.same for p in pairs) == sum(p.same for p in diff_module._lcs(facts(*a), facts(*b)))
+
+
+def test_align_pairs_long_different_middles_in_order_instead_of_building_a_huge_table() -> None:
+    n = 1_500  # 1,500 x 1,500 > MAX_TABLE cells between the common ends
+    a = facts("start", *[f"a{i}" for i in range(n)], "end")
+    b = facts("start", *[f"b{i}" for i in range(n)], "end")
+    pairs = align(a, b)
+    assert len(pairs) == n + 2 and pairs[0].same and pairs[-1].same
+    assert all(p.a is not None and p.b is not None and p.a.step == p.b.step for p in pairs)
+    assert diff_runs(a, b).first_divergence == 1
 
 
 @pytest.mark.parametrize(

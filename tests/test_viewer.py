@@ -8,11 +8,13 @@ sees depends only on its keys.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -24,19 +26,18 @@ from textual.widgets import Input, TextArea
 from loop.demo import run_scenarios
 from replay.analyzer import analyze_store
 from tracer import Tracing
-from tracer.store import Store
+from tracer.store import SegmentWriter, Store
 from viewer.app import ViewerApp
 from viewer.capture import SIZE, capture, mask, screen_text, settle
-from viewer.data import TEXT_CAP, TimelineStep, list_runs, load_actions, load_run, load_step
+from viewer.data import TEXT_CAP, TimelineStep, list_runs, load_actions, load_diff, load_run, load_step
 from viewer.filters import RunFilter, parse_filter
 from viewer.format import evidence_lines, fmt_compact, short_args
 from viewer.messages import StepHighlighted, StepSelected
 from viewer.pager import pager_command, write_pager_file
 from viewer.safe import safe
-from viewer.screens import HelpScreen, ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
-from viewer.screens.replay import DIFF_NOT_AVAILABLE
+from viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
 from viewer.stepping import first_divergence, first_error, first_repeat, step_after
-from viewer.widgets import RunsTable, Timeline, timeline as timeline_module
+from viewer.widgets import DiffTable, RunsTable, Timeline, timeline as timeline_module
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -345,7 +346,7 @@ def test_run_evidence_step_and_step_through(demo: Path) -> None:
         await pilot.press("d")
         assert "no divergence: this run is not a replay or a fork" in screen_text(app)
         await pilot.press("x")
-        assert DIFF_NOT_AVAILABLE in screen_text(app)
+        assert "nothing to put side by side: this run is not a replay or a fork" in screen_text(app)
 
     run_app(demo, scenario)
 
@@ -389,7 +390,55 @@ def test_divergence_of_a_replay(tmp_path: Path) -> None:
         assert "diverges from the original at step 3" in text and "first divergence: 3" in text
         assert app.screen.query_one(Timeline).current_step == 3
 
+        await pilot.press("x")  # the replay beside its original
+        await settle(pilot)
+        assert isinstance(app.screen, DiffScreen)
+        table = app.screen.query_one(DiffTable)
+        lines = screen_text(app).splitlines()
+        assert any("replay of" in line and "steps: 3 beside 3, 2 alike" in line for line in lines)
+        assert "first divergence: original step 3, this run's step 3" in screen_text(app)
+        both = [line for line in lines if 'ls {"i":0}' in line]
+        assert len(both) == 1 and both[0].count('ls {"i":0}') == 2  # the same action, side by side
+        # grep (original only) and cat (replay only) are not alike: two lines, each with one side blank.
+        [grep] = [line for line in lines if 'grep {"i":2}' in line]
+        [cat] = [line for line in lines if 'cat {"i":2}' in line]
+        assert "≠" in grep and "≠" in cat and grep != cat
+        assert table.current_pair is not None and not table.current_pair.same  # the cursor is on it
+        await pilot.press("home", "d")
+        assert table.current_key == str(table.first)
+        await pilot.press("home", "enter")  # this run's step 1
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen) and app.screen.run_id == replay and app.screen.step == 1
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, DiffScreen)
+        while not (table.current_pair and table.current_pair.b is None):  # grep: only the original has it
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen) and app.screen.run_id == original and app.screen.step == 3
+
     run_app(db, scenario)
+
+
+def test_side_by_side_matches_runs_stored_with_differently_spaced_json(tmp_path: Path) -> None:
+    """A run recorded by a looptrace that wrote '{"i": 0}' and its replay writing '{"i":0}' act alike."""
+    db = tmp_path / "spacing.duckdb"
+    now = datetime(2026, 1, 1)
+    writer = SegmentWriter(db)
+    runs = [{"run_id": r, "recorded_at": now, "started_at": now, "ended_at": now, "status": "ok", "agent": "a",
+             "replay_of": "old" if r == "new" else None} for r in ("old", "new")]
+    calls = [{"run_id": r, "step": i, "call_index": 0, "tool": "ls", "args": args, "observation": "ok",
+              "observation_bytes": 2, "is_error": False, "started_at": now, "ended_at": now}
+             for r, spaced in (("old", True), ("new", False)) for i in (1, 2)
+             for args in [json.dumps({"i": i}, separators=(", ", ": ") if spaced else (",", ":"))]]
+    steps = [{"run_id": r, "step": i, "started_at": now, "ended_at": now} for r in ("old", "new") for i in (1, 2)]
+    writer.write({"run_records": runs, "tool_call_records": calls, "step_records": steps})
+    store = Store(db)
+    pair = load_diff(store, "new")
+    assert pair is not None and pair.kind == "replay" and pair.diff.first_divergence is None
+    assert pair.diff.common == 2
+    assert first_divergence(load_actions(store, "old"), load_actions(store, "new")) is None
 
 
 def test_sql_screen_runs_queries_and_refuses_copy(demo: Path, tmp_path: Path) -> None:
@@ -489,8 +538,21 @@ def captures(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 @pytest.mark.parametrize("name", SCREENS)
 def test_screen_snapshot(captures: dict[str, str], name: str) -> None:
     """Layout of each screen at 160x48, times and ids masked. LOOPTRACE_UPDATE_SNAPSHOTS=1 rewrites them."""
+    _compare_snapshot(name, captures[name])
+
+
+def test_side_by_side_snapshot(tmp_path: Path) -> None:
+    """The diff screen, on a store with a replay (the demo has none)."""
+    db = tmp_path / "replays.duckdb"
+    _replay_store(db)
+    paths = asyncio.run(capture(db, tmp_path / "captures"))
+    [diff] = [p for p in paths if p.stem == "diff"]
+    _compare_snapshot("diff", mask(diff.read_text(encoding="utf-8").replace(str(db), "DB")))
+
+
+def _compare_snapshot(name: str, text: str) -> None:
     path = SNAPSHOTS / f"viewer_{name}.txt"
     if os.environ.get("LOOPTRACE_UPDATE_SNAPSHOTS") == "1":
-        path.write_text(captures[name], encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     assert path.exists(), f"missing {path}: run with LOOPTRACE_UPDATE_SNAPSHOTS=1 to create it"
-    assert captures[name] == path.read_text(encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")

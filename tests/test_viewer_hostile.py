@@ -24,7 +24,7 @@ from tracer import Tracing
 from tracer.store import Store
 from viewer.app import ViewerApp
 from viewer.capture import SIZE, screen_text, settle
-from viewer.screens import HelpScreen, ReplayScreen, RunScreen, SqlScreen, StepScreen
+from viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, SqlScreen, StepScreen
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -99,6 +99,29 @@ def test_every_screen_shows_hostile_text_literally(hostile: tuple[Path, str]) ->
             check(screen_text(app), "[@click=app.quit]col[/]", "[/bold]\\n[@click=app.quit]x[/]\\n",
                   "\\x1b]0;pwned")
             assert app.is_running  # no markup action ran (app.quit would have stopped it)
+
+    asyncio.run(main())
+
+
+def test_the_side_by_side_view_shows_hostile_actions_literally(tmp_path: Path) -> None:
+    db = tmp_path / "hostile-pair.duckdb"
+    with Tracing(db) as tracing:
+        with tracing.run("agent", task="original") as original:
+            with original.step("s") as step, step.tool_call(MARKUP[1], {"x": MARKUP[2], "esc": CONTROLS[1]}) as call:
+                call.result("ok")
+        with tracing.run("agent", task="replay", links={"replay_of": original.run_id}) as replay:
+            with replay.step("s") as step, step.tool_call(CONTROLS[0], {"bidi": CONTROLS[3]}) as call:
+                call.result("ok")
+
+    async def main() -> None:
+        app = ViewerApp(db, refresh_seconds=None)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.push_screen(DiffScreen(app.store, replay.run_id))
+            await settle(pilot)
+            check(screen_text(app), "[@click=app.quit]x[/]", "[link=file:///etc/passwd]y[/]",
+                  "\\x1b]0;pwned\\x07", "\\u202eevil", "first divergence: original step 1")
+            assert app.is_running  # no markup action ran
 
     asyncio.run(main())
 

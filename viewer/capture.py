@@ -1,7 +1,8 @@
 """Plain-text captures of every screen: ``python -m viewer.capture DB OUTDIR``.
 
 Drives the real app headless at a fixed size (as the tests do) and writes what each screen shows,
-as text lines read from the screen's compositor, to ``OUTDIR/{runs,run,step,replay,sql,help}.txt``.
+as text lines read from the screen's compositor, to ``OUTDIR/{runs,run,step,replay,sql,help}.txt``,
+and ``diff.txt`` when the store holds a replay or fork.
 The README points at these; the snapshot tests compare the same text, with volatile parts masked.
 """
 
@@ -106,7 +107,22 @@ async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
         await save("sql", pilot)
         await pilot.press("escape", "question_mark")
         await save("help", pilot)
+        derived = _derived_run(app)
+        if derived is not None:  # a replay or fork: it beside its original
+            from .screens import DiffScreen
+
+            await pilot.press("escape")
+            app.push_screen(DiffScreen(app.store, derived))
+            await save("diff", pilot)
     return written
+
+
+def _derived_run(app: Any) -> str | None:
+    """The first replay or fork in the store, if any."""
+    with app.store.reader() as conn:
+        row = conn.execute("SELECT run_id FROM runs WHERE replay_of IS NOT NULL OR forked_from IS NOT NULL "
+                           "ORDER BY started_at, run_id LIMIT 1").fetchone()
+    return str(row[0]) if row else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,21 +22,22 @@ from typing import Any
 
 import duckdb
 
+from replay.diff import RunDiff, diff_runs, load_step_facts
 from tracer.sql import QueryResult, run_query
 from tracer.store import Store
 
 from .filters import RunFilter
 from .format import pretty_json
 from .queries import (
-    ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
+    ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, ORIGIN_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
     STEP_CALLS_SQL, STEP_LLM_SQL, TIMELINE_SQL,
 )
 
 __all__ = [
     "RUNS_PAGE", "TIMELINE_LIMIT", "TEXT_CAP", "CALLS_LIMIT", "SQL_ROW_LIMIT", "SQL_TIMEOUT", "SORTS",
     "RunRow", "RunPage", "RunInfo", "TimelineStep", "DiagnosisRow", "RunDetail", "ToolCallDetail",
-    "ModelCall", "StepDetail", "list_runs", "load_run", "load_actions", "load_step", "full_step_text",
-    "run_sql", "primary_range",
+    "ModelCall", "StepDetail", "RunPair", "list_runs", "load_run", "load_actions", "load_diff", "load_step",
+    "full_step_text", "run_sql", "primary_range",
 ]
 
 RUNS_PAGE = 200  # runs per page of the runs table
@@ -277,6 +278,29 @@ def load_actions(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> l
     with _session(store) as conn:
         rows = conn.execute(ACTIONS_SQL, {"run_id": run_id, "limit": limit}).fetchall()
     return [(int(step), key) for step, key in rows]
+
+
+@dataclass(frozen=True)
+class RunPair:
+    """A replay or fork (``derived``) beside the run it comes from, their steps aligned by action."""
+
+    original: str
+    derived: str
+    kind: str  # "replay" or "fork"
+    diff: RunDiff
+    more: bool  # a run had more than TIMELINE_LIMIT steps: only the first are compared
+
+
+def load_diff(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> RunPair | None:
+    """``run_id`` aligned with its original (as ``looptrace diff`` does); None if it has none."""
+    with _session(store) as conn:
+        row = conn.execute(ORIGIN_SQL, [run_id]).fetchone()
+        if row is None or not (row[0] or row[1]):
+            return None
+        original = str(row[0] or row[1])
+        a, b = load_step_facts(conn, original), load_step_facts(conn, run_id)
+    return RunPair(original, run_id, "replay" if row[0] else "fork", diff_runs(a[:limit], b[:limit]),
+                   max(len(a), len(b)) > limit)
 
 
 def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> StepDetail | None:

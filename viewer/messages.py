@@ -8,10 +8,10 @@ from textual.message import Message
 
 from tracer.sql import QueryResult
 
-from .data import RunDetail, RunPage, StepDetail
+from .data import RunDetail, RunPage, RunPair, StepDetail
 
-__all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "StepLoaded", "QueryDone", "PagerReady", "LoadFailed",
-           "StepHighlighted", "StepSelected"]
+__all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "DiffLoaded", "StepLoaded", "QueryDone", "PagerReady",
+           "LoadFailed", "StepHighlighted", "StepSelected"]
 
 
 class RunsLoaded(Message):
@@ -34,6 +34,15 @@ class ActionsLoaded(Message):
         super().__init__()
         self.original = original
         self.actions = actions
+
+
+class DiffLoaded(Message):
+    """A replay or fork aligned with its original (None: the run has no original)."""
+
+    def __init__(self, run_id: str, pair: RunPair | None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.pair = pair
 
 
 class StepLoaded(Message):
@@ -74,8 +83,9 @@ class StepHighlighted(Message):
 
 
 class StepSelected(Message):
-    """Enter (or a click) on the timeline's ``step``: open it."""
+    """Enter (or a click) on the timeline's ``step``: open it. ``run_id`` when the table shows two runs."""
 
-    def __init__(self, step: int) -> None:
+    def __init__(self, step: int, run_id: str | None = None) -> None:
         super().__init__()
         self.step = step
+        self.run_id = run_id

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "SORTS", "RUNS_SQL", "RUN_COUNT_SQL", "RUN_SQL", "CHILDREN_SQL", "TIMELINE_SQL", "ACTIONS_SQL",
-    "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "FULL_STEP_SQL",
+    "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
 ]
 
 # ORDER BY clauses the runs table can sort by: chosen by name, never built from input.
@@ -75,8 +75,9 @@ SELECT count(DISTINCT run_id) FROM run_records WHERE $run_id IN (parent_run_id, 
 """
 
 # A step's tool calls as one comparable key (equal actions, equal keys); NULL for a step without a tool.
+# Arguments minified (json()), so that runs stored with differently spaced JSON compare equal.
 _ACTION_KEY = """CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(args AS VARCHAR), ''), chr(10) ORDER BY call_index))
+           coalesce(tool, '') || ' ' || coalesce(CAST(json(args) AS VARCHAR), ''), chr(10) ORDER BY call_index))
        END"""
 
 # One line per step. Observations are never read here: only their sizes.
@@ -137,3 +138,6 @@ SELECT call_index, tool, CAST(args AS VARCHAR) AS args, observation, thought
 FROM steps WHERE run_id = $run_id AND step = $step
 ORDER BY call_index
 """
+
+# Where a replay or fork comes from.
+ORIGIN_SQL = "SELECT replay_of, forked_from FROM runs WHERE run_id = ?"

@@ -1,7 +1,8 @@
-"""The viewer's screens: runs, run, step, replay (step through), SQL, help."""
+"""The viewer's screens: runs, run, step, replay (step through), diff (side by side), SQL, help."""
 
 from __future__ import annotations
 
+from .diff import DiffScreen
 from .help import HelpScreen
 from .replay import ReplayScreen
 from .run import RunScreen
@@ -9,4 +10,4 @@ from .runs import RunsScreen
 from .sql import SqlScreen
 from .step import StepScreen
 
-__all__ = ["HelpScreen", "ReplayScreen", "RunScreen", "RunsScreen", "SqlScreen", "StepScreen"]
+__all__ = ["DiffScreen", "HelpScreen", "ReplayScreen", "RunScreen", "RunsScreen", "SqlScreen", "StepScreen"]

@@ -25,9 +25,7 @@ from ..stepping import first_divergence, first_error, first_repeat, step_after
 from ..widgets import KeysFooter, StepView, Timeline, TitleBar
 from .base import ViewerScreen
 
-__all__ = ["ReplayScreen", "DIFF_NOT_AVAILABLE"]
-
-DIFF_NOT_AVAILABLE = "Side-by-side diff of a run and its replay or fork is not available yet."
+__all__ = ["ReplayScreen"]
 
 
 class ReplayScreen(ViewerScreen):
@@ -35,7 +33,8 @@ class ReplayScreen(ViewerScreen):
     HELP = (
         "n / p move one step; f jumps to the first failed tool call, r to the first step repeating an\n"
         "earlier action (same tool and arguments), d to the first step where a replay or fork acts\n"
-        "differently from the run it replays (only for runs with replay_of or forked_from)."
+        "differently from the run it replays (only for runs with replay_of or forked_from); x shows\n"
+        "the two runs side by side."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next", "Next"),
@@ -183,5 +182,11 @@ class ReplayScreen(ViewerScreen):
         self._say(f"diverges from the original at step {step}")
 
     def action_side_by_side(self) -> None:
-        self._say(DIFF_NOT_AVAILABLE)
-        self.notify(DIFF_NOT_AVAILABLE, markup=False)
+        from .diff import DiffScreen
+
+        if self.detail is None:
+            return
+        if not self.detail.run.original:
+            self._say("nothing to put side by side: this run is not a replay or a fork")
+            return
+        self.app.push_screen(DiffScreen(self.store, self.run_id))

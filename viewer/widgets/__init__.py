@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .charts import RunCharts
 from .diagnosis_panel import DiagnosisPanel
+from .diff_table import DiffTable
 from .keys_footer import KeysFooter
 from .lazy_table import LazyTable
 from .results_table import ResultsTable
@@ -15,6 +16,6 @@ from .timeline import Timeline
 from .title_bar import TitleBar
 
 __all__ = [
-    "RunCharts", "DiagnosisPanel", "KeysFooter", "LazyTable", "ResultsTable", "RunSummary", "RunsTable",
+    "RunCharts", "DiagnosisPanel", "DiffTable", "KeysFooter", "LazyTable", "ResultsTable", "RunSummary", "RunsTable",
     "StepView", "SyncedTable", "Timeline", "TitleBar",
 ]

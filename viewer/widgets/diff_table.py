@@ -1,0 +1,83 @@
+"""A run beside its replay or fork: one line per aligned pair of steps, divergent pairs marked.
+
+Each side shows its step number, its action (tools and arguments, as ``looptrace diff`` compares
+them) and its tokens; a step only one run has leaves the other side blank. Keys are pair indexes.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+
+from replay.diff import Aligned, StepFacts
+
+from ..format import fmt_int
+from ..messages import StepSelected
+from ..safe import safe_plain
+from .lazy_table import LazyTable, fit
+
+__all__ = ["DiffTable", "pair_texts"]
+
+ACTION_WIDTH = 58
+DIVERGED = "bold yellow"  # an action that differs from the other run's at the same place
+FIRST = "bold black on yellow"  # the first divergence's mark
+
+
+def _side(facts: StepFacts | None) -> tuple[str, str, str]:
+    if facts is None:
+        return "", "", ""
+    action = safe_plain(facts.action or "(answer)", newlines=False, width=ACTION_WIDTH)
+    return str(facts.step), action, fmt_int(facts.tokens)
+
+
+def pair_texts(pair: Aligned) -> tuple[str, ...]:
+    """The line's columns as plain strings: mark, then each side's step, action and tokens."""
+    return ("=" if pair.same else "≠", *_side(pair.a), *_side(pair.b))
+
+
+# (heading, right-aligned)
+COLUMNS = (("", False), ("step", True), ("original", False), ("tokens", True),
+           ("step", True), ("this run", False), ("tokens", True))
+
+
+class DiffTable(LazyTable):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open step")]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.pairs: list[Aligned] = []
+        self.first: int | None = None
+        self.runs: tuple[str, str] = ("", "")  # the original's id, this run's
+        self.set_columns([Text(key, justify="right" if right else "left") for key, right in COLUMNS])
+
+    def show(self, runs: tuple[str, str], pairs: list[Aligned], first: int | None) -> None:
+        self.runs, self.pairs, self.first = runs, pairs, first
+        widths = fit((pair_texts(p) for p in pairs), len(COLUMNS))
+        self.set_rows([str(i) for i in range(len(pairs))], self._pair_cells, widths)
+
+    def _pair_cells(self, index: int) -> list[Text]:
+        pair = self.pairs[index]
+        texts = pair_texts(pair)
+        differs = not pair.same
+        styles = [FIRST if index == self.first else ("yellow" if differs else "dim"), "",
+                  DIVERGED if differs else "", "", "", DIVERGED if differs else "", ""]
+        return [Text(text, style=style, justify="right" if right else "left", end="")
+                for text, style, (_, right) in zip(texts, styles, COLUMNS)]
+
+    def move_to_first(self) -> bool:
+        return self.first is not None and self.move_to_key(str(self.first))
+
+    @property
+    def current_pair(self) -> Aligned | None:
+        key = self.current_key
+        return self.pairs[int(key)] if key is not None else None
+
+    def row_selected(self, key: str) -> None:
+        """Open this run's step of the pair, or the original's when only the original has one."""
+        pair = self.pairs[int(key)]
+        if pair.b is not None:
+            self.post_message(StepSelected(pair.b.step, self.runs[1]))
+        elif pair.a is not None:
+            self.post_message(StepSelected(pair.a.step, self.runs[0]))

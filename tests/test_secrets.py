@@ -137,7 +137,9 @@ _NEAR = ["sk-ant-abcdefgh12", "sk-", "Bearer abcdefghij", "bearer", "AKIAIOSFODN
 _ENV = {"DB_PASSWORD": 'db "pass\\word" 42', "API_TOKEN": "tok-1234567890"}
 _texts = st.lists(st.one_of(st.sampled_from(_NEAR), st.text(max_size=8)), max_size=5).map("".join)
 _values = st.one_of(_texts, st.integers(), st.floats(allow_nan=False), st.booleans(),
-                    st.lists(_texts, max_size=3).map(tuple))
+                    st.lists(_texts, max_size=3).map(tuple),
+                    st.dictionaries(st.sampled_from(["auth", "pwd", "path", "private_key"]), _texts, max_size=2),
+                    st.lists(st.dictionaries(st.sampled_from(["auth", "path"]), _texts, max_size=1), max_size=2))
 _maps = st.dictionaries(st.sampled_from(["gen_ai.tool.call.result", "looptrace.step.thought", "gen_ai.tool.name",
                                          "http.request.header.authorization", "looptrace.run.id", "x.token"]),
                         _values, max_size=4)
@@ -169,6 +171,8 @@ def test_the_cheap_batch_test_clears_ordinary_spans_and_catches_each_edge() -> N
         assert r.may_redact([{"gen_ai.tool.call.result": text}]), text
     assert r.may_redact([{"gen_ai.tool.call.arguments": '{"client_secret": 5}'}])
     assert r.may_redact([{"http.request.header.authorization": "x"}])
+    assert r.may_redact([{"headers": {"auth": "abc"}}]) and r.may_redact([{"calls": [{"pwd": "abc"}]}])
+    assert not r.may_redact([{"finish_reasons": ("end_turn",), "n": 3, "ok": True, "none": None}])
     assert r.may_redact([{"gen_ai.tool.call.result": "\udc80"}])  # orjson refuses it: looked at closely
 
 

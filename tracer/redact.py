@@ -176,10 +176,12 @@ class Redactor:
             # One flat list, not one per span: thousands of small lists alive at once get promoted
             # by the cycle collector and bring on a full collection of the agent's heap.
             values = list(chain.from_iterable(m.values() for m in attribute_maps))
+            if _structured(values):
+                return True  # ``value`` walks structures, checking their keys: look at each one
             values.extend(t for t in texts if t)
             blob = orjson.dumps(values).decode()
         except TypeError:
-            return True  # a value orjson refuses (a lone surrogate, a structure): look at each one
+            return True  # a value orjson refuses (a lone surrogate, an object): look at each one
         folded = _fold(blob)
         if self._may_hold(blob, folded, self._env_escaped):
             return True
@@ -236,6 +238,21 @@ class Redactor:
 @functools.lru_cache(maxsize=4096)
 def _is_secret_key(key: str) -> bool:
     return SECRET_KEY.search(key) is not None
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_SEQUENCES = (list, tuple)
+
+
+def _structured(values: list[Any]) -> bool:
+    """Whether any value is more than plain text or numbers, or a sequence of them (found by type
+    sets, in C: OpenTelemetry attributes are plain, so this is rarely true)."""
+    types = set(map(type, values))
+    if types <= _PLAIN:
+        return False
+    if types - _PLAIN - set(_SEQUENCES):
+        return True
+    return not set(map(type, chain.from_iterable(v for v in values if type(v) in _SEQUENCES))) <= _PLAIN
 
 
 def _fold(text: str) -> str:

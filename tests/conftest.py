@@ -24,6 +24,18 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "store.duckdb"
 
 
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's store, analysed: read by the viewer and export tests (copy it before changing it)."""
+    from loop.demo import run_scenarios
+    from replay.analyzer import analyze_store
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    run_scenarios(path)
+    analyze_store(Store(path))
+    return path
+
+
 def python_env() -> dict[str, str]:
     """Environment for child Python processes that import this checkout."""
     env = dict(os.environ)

@@ -59,14 +59,6 @@ def copy_store(db: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    run_scenarios(db)
-    analyze_store(Store(db))
-    return db
-
-
-@pytest.fixture(scope="module")
 def exported(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("export") / "parquet"
     export_parquet(demo, folder)

@@ -23,8 +23,6 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from loop.demo import run_scenarios
-from replay.analyzer import analyze_store
 from tracer import Tracing
 from tracer.store import SegmentWriter, Store
 from viewer.app import ViewerApp
@@ -44,14 +42,6 @@ from .conftest import PYTHON, ROOT, python_env
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 Scenario = Callable[[ViewerApp, Pilot[None]], Awaitable[None]]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("viewer") / "demo.duckdb"
-    run_scenarios(db)
-    analyze_store(Store(db))
-    return db
 
 
 def run_app(db: Path, scenario: Scenario, *, refresh: float | None = None) -> None:

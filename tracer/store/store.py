@@ -127,7 +127,10 @@ class Store:
         """looptrace closes the file cleanly, so a write-ahead log found here was left by a crash.
         DuckDB replays what it can of it and then deletes it: keep a copy first, never drop it silently."""
         wal = Path(f"{self.path}.wal")
-        if not (wal.exists() and wal.stat().st_size):
+        try:
+            if not wal.stat().st_size:
+                return
+        except FileNotFoundError:  # none, or another process's checkpoint just removed it
             return
         # A live writer in another process has a WAL too: only a WAL nobody holds is a crash's. The
         # probe lock is released (its descriptor closed) before DuckDB opens the file in this process.
@@ -137,7 +140,10 @@ class Store:
             except OSError:
                 return
             copy = Path(f"{wal}.found-{time.strftime('%Y%m%dT%H%M%S')}")
-            shutil.copy2(wal, copy)
+            try:
+                shutil.copy2(wal, copy)
+            except FileNotFoundError:  # its writer checkpointed and removed it before letting go
+                return
             log.warning("looptrace: %s was left by a crash; a copy is kept as %s. DuckDB replays what it "
                         "can of it; if the store looks wrong, move %s aside and reopen.", wal, copy, wal)
 

@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/looptrace demo --db $(DB)
 
+# lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -11,8 +11,8 @@ import hashlib
 import time
 from pathlib import Path
 
-from replay.analyzer import RunView, StepView, analyze_store, diagnose
-from tracer.store import Store
+from looptrace.replay.analyzer import RunView, StepView, analyze_store, diagnose
+from looptrace.tracer.store import Store
 
 from .bigstore import make_big_store
 from .results import Result

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 __all__ = ["make_big_store"]
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tracer.exporter import DuckDBSpanExporter
-from tracer.manual import Run
-from tracer.store import Store
-from tracer.tracing import Tracing
+from looptrace.tracer.spans.exporter import DuckDBSpanExporter
+from looptrace.tracer.spans.manual import Run
+from looptrace.tracer.store import Store
+from looptrace.tracer.spans.tracing import Tracing
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir

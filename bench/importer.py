@@ -8,8 +8,8 @@ import json
 import time
 from pathlib import Path
 
-from replay.importing import import_paths
-from tracer.store import Store
+from looptrace.tracer.ingest.files.importing import import_paths
+from looptrace.tracer.store import Store
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir

@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir
@@ -136,7 +136,7 @@ class _Round:
 
 def _looptrace(tmp: Path, n: int, traces: int) -> _Round:
     db = tmp / f"collect-{n}.duckdb"
-    server = _start(["-m", "tracer.cli", "collect", "--db", str(db), "--port", "0", "--settle", "0"],
+    server = _start(["-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0", "--settle", "0"],
                     tmp / f"collect-{n}.log")
     try:
         started = time.perf_counter()

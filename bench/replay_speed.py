@@ -7,17 +7,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from loop.agent import Agent
-from loop.model import AnthropicModel
-from loop.policy import Policy
-from loop.scenarios import make_sandbox
-from loop.scripted import Script, act, finish
-from loop.server import MessagesServer
-from loop.workspace import workspace_tools
-from replay.recording import load_recording
-from replay.replayer import replay
-from tracer import Tracing
-from tracer.store import Store
+from looptrace.loop.agent import Agent
+from looptrace.loop.model import AnthropicModel
+from looptrace.loop.policy import Policy
+from looptrace.loop.scenarios import make_sandbox
+from looptrace.loop.scripted import Script, act, finish
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.workspace import workspace_tools
+from looptrace.replay.recording import load_recording
+from looptrace.replay.replayer import replay
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import Store
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir

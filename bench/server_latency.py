@@ -23,8 +23,8 @@ from typing import Any
 
 import anthropic
 
-from loop.replies import Reply, message_body
-from loop.server import MessagesServer
+from looptrace.loop.replies import Reply, message_body
+from looptrace.loop.server import MessagesServer
 
 from .results import Result
 

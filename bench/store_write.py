@@ -24,13 +24,13 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracer.exporter import DuckDBSpanExporter
-from tracer.manual import Run
-from tracer.processors import EXPORT_BATCH
-from tracer.records import SpanBatch, as_rows, columns_for_batch
-from tracer.store import Store
-from tracer.store.segments import TRASH, arrow_schema, segments_dir
-from tracer.store.migrations import migrate
+from looptrace.tracer.spans.exporter import DuckDBSpanExporter
+from looptrace.tracer.spans.manual import Run
+from looptrace.tracer.spans.processors import EXPORT_BATCH
+from looptrace.tracer.records.spans import SpanBatch, as_rows, columns_for_batch
+from looptrace.tracer.store import Store
+from looptrace.tracer.store.segments import TRASH, arrow_schema, segments_dir
+from looptrace.tracer.store.migrations import migrate
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir

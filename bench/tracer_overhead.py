@@ -19,8 +19,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from tracer import conventions as c
-from tracer.tracing import Tracing
+from looptrace.tracer.records import conventions as c
+from looptrace.tracer.spans.tracing import Tracing
 
 from .results import Result
 from .rounds import alternate, median, scratch_dir

@@ -30,11 +30,11 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tracer.store import Store
-from viewer.app import ViewerApp
-from viewer.data import list_runs, load_run, load_step
-from viewer.screens import RunScreen, StepScreen
-from viewer.widgets import RunsTable, Timeline
+from looptrace.tracer.store import Store
+from looptrace.viewer.app import ViewerApp
+from looptrace.viewer.data import list_runs, load_run, load_step
+from looptrace.viewer.screens import RunScreen, StepScreen
+from looptrace.viewer.widgets import RunsTable, Timeline
 
 from .bigstore import make_big_store
 from .results import Result

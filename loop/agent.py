@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tracer import Run, Step, Tracing
-from tracer.conversation import response_text, tool_uses
-from tracer.pricing import usage_of
+from looptrace.tracer import Run, Step, Tracing
+from looptrace.tracer.spans.conversation import response_text, tool_uses
+from looptrace.tracer.records.pricing import usage_of
 
 from . import defences
 from .model import Model, ModelError

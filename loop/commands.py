@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 
-from tracer.cli import add_command
-from tracer.tracing import DEFAULT_DB
+from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
         print("looptrace run needs a model: set ANTHROPIC_API_KEY (or give --base-url for a Messages API "
               "endpoint). To try looptrace offline, run: looptrace demo", file=sys.stderr)
         return 2
-    from tracer import Tracing
+    from looptrace.tracer import Tracing
 
     from .agent import Agent
     from .model import AnthropicModel

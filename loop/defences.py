@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracer.textsafe import to_json
+from looptrace.tracer.records.text import to_json
 
 from .tools import Tool
 

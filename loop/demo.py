@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tracer import Tracing
-from tracer.store import Store
-from tracer.table import format_table
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import Store
+from looptrace.tracer.cli.table import format_table
 
 from .agent import Agent
 from .model import AnthropicModel, RetryPolicy

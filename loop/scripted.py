@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracer.conversation import first_user_text
+from looptrace.tracer.spans.conversation import first_user_text
 
 from .defences import COMPACTION_SYSTEM
 from .replies import Fault, Reply, ScriptItem

@@ -24,9 +24,9 @@ from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
 
-from tracer.loopback import LoopbackServer, TrackedHandler
+from looptrace.tracer.loopback import LoopbackServer, TrackedHandler
 
-from loop.replies import (
+from .replies import (
     Disconnect,
     Fault,
     Handler,

@@ -1,7 +1,8 @@
 """Stagnation: the same action again and again, or a short cycle of actions (pure functions).
 
-An action's signature is its tool name plus canonical JSON arguments, so ``{"a": 1, "b": 2}`` and
-``{"b": 2, "a": 1}`` are the same action while two reads of different files are not.
+An action's signature is the one identity every part of looptrace uses (``records/actions.py``): its
+tool name plus canonical JSON arguments, so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` are the same
+action while two reads of different files are not.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracer.textsafe import canonical_json
+from looptrace.tracer.records.actions import call_action
 
 __all__ = ["signature", "Repetition", "find_repetition"]
 
 
 def signature(tool: str, args: Any) -> str:
-    return f"{tool} {canonical_json(args)}"
+    return str(call_action(tool, args))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tracer import Run
+from looptrace.tracer import Run
 
 from .agent import Agent, ToolFactory
 from .policy import Policy

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from tracer.conventions import INVALID_ARGUMENTS, TOOL_NOT_FOUND
+from looptrace.tracer.records.conventions import INVALID_ARGUMENTS, TOOL_NOT_FOUND
 
 __all__ = ["Tool", "ToolError", "ToolResult", "Toolbox", "TOOL_NOT_FOUND", "INVALID_ARGUMENTS"]
 

@@ -1,7 +1,7 @@
-"""Offline analysis and replay of recorded runs: importers, the failure analyzer, replay."""
+"""Offline analysis and replay of recorded runs: the failure analyzer, replay, what-if, fork, diff."""
 
 from __future__ import annotations
 
-from .trajectory import ImportedStep, Trajectory, write_trajectories
+from .analyzer import Diagnosis, RunDiagnoses, analyze_store, diagnose
 
-__all__ = ["ImportedStep", "Trajectory", "write_trajectories"]
+__all__ = ["Diagnosis", "RunDiagnoses", "analyze_store", "diagnose"]

@@ -7,16 +7,16 @@ import json
 import sys
 from dataclasses import asdict, fields
 
-from tracer.cli import add_command
-from tracer.tracing import DEFAULT_DB
+from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.store import DEFAULT_DB
 
-__all__ = ["add_analyze"]
+__all__ = ["register"]
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from tracer.export.source import open_source
-    from tracer.store import Store, StoreError
-    from tracer.table import format_table
+    from looptrace.tracer.export.source import open_source
+    from looptrace.tracer.store import Store, StoreError
+    from looptrace.tracer.cli.table import format_table
 
     from .analyzer import analyze_store, load_thresholds
     from .analyzer.thresholds import Thresholds
@@ -30,7 +30,7 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.otlp_endpoint:
-        from tracer.export.evaluation import send_and_report
+        from .evaluation import send_and_report
 
         send_and_report(source, results, args.otlp_endpoint, sys.stderr)
     if args.json:
@@ -54,7 +54,7 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_analyze(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
     p = add_command(sub, "analyze", "Diagnose runs (stagnation, context_bomb, cap_hit, hallucinated_tool, ok) with "

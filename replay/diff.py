@@ -1,5 +1,6 @@
-"""Diffing two runs: align their actions (longest common subsequence over tool + canonical args),
-find the first divergent decision, and compare steps' tokens, cost and latency (pure functions)."""
+"""Diffing two runs: align their actions (longest common subsequence over the steps' action keys,
+``records/actions.py``), find the first divergent decision, and compare steps' tokens, cost and
+latency (pure functions)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ from itertools import zip_longest
 
 import duckdb
 
+from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
+
 __all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE"]
 
 
 @dataclass(frozen=True)
 class StepFacts:
     step: int
-    action: str  # tool + canonical arguments of the step's calls ("" for a step without a tool)
+    action: str  # the step's calls as text, to show ("" for a step without a tool)
     tokens: int
     cost_usd: float
     latency_ms: int
+    key: str | None = None  # the step's action key (``records/actions.py``); without one, ``action``
+
+    @property
+    def identity(self) -> str | None:
+        return self.key if self.key is not None else self.action
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Aligned:
 
     @property
     def same(self) -> bool:
-        return self.a is not None and self.b is not None and self.a.action == self.b.action
+        return self.a is not None and self.b is not None and self.a.identity == self.b.identity
 
 
 @dataclass(frozen=True)
@@ -55,10 +63,10 @@ def align(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
     """
     n, m = len(a), len(b)
     head = 0
-    while head < min(n, m) and a[head].action == b[head].action:
+    while head < min(n, m) and a[head].identity == b[head].identity:
         head += 1
     tail = 0
-    while tail < min(n, m) - head and a[n - 1 - tail].action == b[m - 1 - tail].action:
+    while tail < min(n, m) - head and a[n - 1 - tail].identity == b[m - 1 - tail].identity:
         tail += 1
     middle_a, middle_b = a[head:n - tail], b[head:m - tail]
     if len(middle_a) * len(middle_b) > MAX_TABLE:
@@ -74,10 +82,10 @@ def _lcs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
     lcs = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
-            lcs[i][j] = lcs[i + 1][j + 1] + 1 if a[i].action == b[j].action else max(lcs[i + 1][j], lcs[i][j + 1])
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if a[i].identity == b[j].identity else max(lcs[i + 1][j], lcs[i][j + 1])
     out, i, j = [], 0, 0
     while i < n or j < m:
-        if i < n and j < m and a[i].action == b[j].action:
+        if i < n and j < m and a[i].identity == b[j].identity:
             out.append(Aligned(a[i], b[j]))
             i, j = i + 1, j + 1
         elif j < m and (i == n or lcs[i][j + 1] >= lcs[i + 1][j]):
@@ -95,19 +103,19 @@ def diff_runs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> RunDiff:
     return RunDiff(pairs, first)
 
 
-# One row per step: the step's actions in call order, its tokens and cost, and its model latency.
-# Arguments are compared minified (json()), so runs stored by looptrace versions that spaced their
-# JSON differently still match.
+# One row per step: the step's actions in call order (as text to show, and as the key they are
+# compared by), its tokens and cost, and its model latency.
 STEP_FACTS_SQL = """
 SELECT s.step,
        string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(json(s.args) AS VARCHAR), ''), ' | '
                   ORDER BY s.call_index) AS action,
        sum(s.input_tokens + s.output_tokens) AS tokens, sum(s.cost_usd) AS cost_usd,
-       coalesce((SELECT sum(l.latency_ms) FROM llm_calls l WHERE l.run_id = s.run_id AND l.step = s.step), 0)
+       coalesce((SELECT sum(l.latency_ms) FROM llm_calls l WHERE l.run_id = s.run_id AND l.step = s.step), 0),
+       {step_key} AS action_key
 FROM steps s WHERE s.run_id = ? GROUP BY s.run_id, s.step ORDER BY s.step
-"""
+""".format(step_key=STEP_ACTION_KEY_SQL)
 
 
 def load_step_facts(conn: duckdb.DuckDBPyConnection, run_id: str) -> list[StepFacts]:
-    return [StepFacts(int(r[0]), str(r[1]).strip(), int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0))
+    return [StepFacts(int(r[0]), str(r[1]).strip(), int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0), r[5])
             for r in conn.execute(STEP_FACTS_SQL, [run_id]).fetchall()]

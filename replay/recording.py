@@ -14,9 +14,9 @@ from typing import Any
 
 import duckdb
 
-from tracer.requests import rebuild_requests
-from tracer.store import Store
-from tracer.textsafe import canonical_json
+from looptrace.tracer.records.requests import rebuild_requests
+from looptrace.tracer.store import Store
+from looptrace.tracer.records.text import canonical_json
 
 __all__ = ["RecordingError", "RecordedCall", "RecordedTool", "Recording", "load_recording", "resolve_run"]
 

@@ -18,10 +18,10 @@ Replays the run offline from {cassette_name} and checks that the loop still beha
 
 from pathlib import Path
 
-from replay.cassette import load_cassette
-from replay.replayer import replay
-from tracer import Tracing
-from tracer.store import Store
+from looptrace.replay.cassette import load_cassette
+from looptrace.replay.replayer import replay
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import Store
 
 CASSETTE = Path(__file__).with_name({cassette_name!r})
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracer.cli import add_command
-from tracer.tracing import DEFAULT_DB
+from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -46,7 +46,7 @@ def _live_tools(args: argparse.Namespace, *, all_tools: bool = False) -> list[An
         if args.live_tools:
             raise SystemExit("--live-tools needs --workspace DIR (the folder the tools work on)")
         return []
-    from loop.workspace import workspace_tools
+    from looptrace.loop.workspace import workspace_tools
 
     tools = workspace_tools(args.workspace)
     wanted = {n.strip() for n in args.live_tools.split(",") if n.strip()}
@@ -56,7 +56,7 @@ def _live_tools(args: argparse.Namespace, *, all_tools: bool = False) -> list[An
 def _live_model(args: argparse.Namespace, model: str) -> Any:
     if not args.base_url and not os.environ.get("ANTHROPIC_API_KEY"):
         return None
-    from loop.model import AnthropicModel
+    from looptrace.loop.model import AnthropicModel
 
     return AnthropicModel(args.model or model, base_url=args.base_url,
                           api_key=os.environ.get("ANTHROPIC_API_KEY", "not-needed"))
@@ -64,7 +64,7 @@ def _live_model(args: argparse.Namespace, model: str) -> Any:
 
 def _recording(args: argparse.Namespace) -> Any:
     """The recording of ``args.run_id``, or None after printing why it cannot be had."""
-    from tracer.store import Store, StoreError
+    from looptrace.tracer.store import Store, StoreError
 
     from .recording import RecordingError, load_recording
 
@@ -76,7 +76,7 @@ def _recording(args: argparse.Namespace) -> Any:
 
 
 def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume: bool = False) -> int:
-    from tracer import Tracing
+    from looptrace.tracer import Tracing
 
     from .replayer import replay
 
@@ -102,7 +102,7 @@ def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from loop.server import MessagesServer
+    from looptrace.loop.server import MessagesServer
 
     from .serve import RecordingHandler
 
@@ -124,10 +124,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from tracer.store import Store
-    from tracer.table import format_table
+    from looptrace.tracer.store import Store
+    from looptrace.tracer.cli.table import format_table
 
-    from tracer.store import StoreError
+    from looptrace.tracer.store import StoreError
 
     from .diff import diff_runs, load_step_facts
     from .recording import RecordingError, resolve_run

@@ -15,15 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loop.agent import DONE, Agent
-from loop.model import Model, ModelError, OnRetry
-from loop.policy import Policy
-from loop.result import RunResult
-from loop.tools import Tool, ToolResult
-from tracer import Tracing
-from tracer.redact import restore_env
-from tracer.requests import content_sha
-from tracer.textsafe import canonical_json
+from looptrace.loop.agent import DONE, Agent
+from looptrace.loop.model import Model, ModelError, OnRetry
+from looptrace.loop.policy import Policy
+from looptrace.loop.result import RunResult
+from looptrace.loop.tools import Tool, ToolResult
+from looptrace.tracer import Tracing
+from looptrace.tracer.sink.redact import restore_env
+from looptrace.tracer.records.requests import content_sha
+from looptrace.tracer.records.text import canonical_json
 
 from .drift import describe_drift
 from .recording import Recording

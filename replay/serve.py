@@ -11,8 +11,8 @@ import logging
 import threading
 from typing import Any
 
-from loop.replies import Fault, Reply, ScriptItem
-from tracer.requests import content_sha
+from looptrace.loop.replies import Fault, Reply, ScriptItem
+from looptrace.tracer.records.requests import content_sha
 
 from .drift import describe_drift
 from .recording import Recording

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -27,8 +27,8 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's store, analysed: read by the viewer and export tests (copy it before changing it)."""
-    from loop.demo import run_scenarios
-    from replay.analyzer import analyze_store
+    from looptrace.loop.demo import run_scenarios
+    from looptrace.replay.analyzer import analyze_store
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     run_scenarios(path)

@@ -36,8 +36,8 @@ import signal
 import sys
 import time
 
-from tracer import Tracing
-from tracer.manual import Run
+from looptrace.tracer import Tracing
+from looptrace.tracer.spans.manual import Run
 
 
 def _step(run: Run, i: int, observation: str = "") -> None:

@@ -10,7 +10,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tracer import Tracing
+from looptrace.tracer import Tracing
 
 
 def main() -> None:

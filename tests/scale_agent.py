@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from loop.agent import Agent
-from loop.model import AnthropicModel, RetryPolicy
-from loop.scenarios import SCENARIOS, conversations, make_sandbox
-from loop.scripted import SCRIPTED_MODEL, Script
-from loop.server import MessagesServer
-from loop.workspace import workspace_tools
-from tracer import Tracing
+from looptrace.loop.agent import Agent
+from looptrace.loop.model import AnthropicModel, RetryPolicy
+from looptrace.loop.scenarios import SCENARIOS, conversations, make_sandbox
+from looptrace.loop.scripted import SCRIPTED_MODEL, Script
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.workspace import workspace_tools
+from looptrace.tracer import Tracing
 
 FLUSH_DEADLINE = 20.0  # seconds; Tracing.flush() waits at most 0.5 s a call, so ask until it is done
 

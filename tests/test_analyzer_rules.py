@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.analyzer import RunView, StepView, Thresholds, diagnose, load_thresholds
-from replay.analyzer.rules import cap_hit, context_bomb, hallucinated_tool, stagnation
+from looptrace.replay.analyzer import RunView, StepView, Thresholds, diagnose, load_thresholds
+from looptrace.replay.analyzer.rules import cap_hit, context_bomb, hallucinated_tool, stagnation
 
 T = Thresholds()
 

@@ -11,9 +11,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from loop.server import Fault, MessagesServer, Reply
-from tracer import Tracing
-from tracer.anthropic import AnthropicInstrumentor
+from looptrace.loop.server import Fault, MessagesServer, Reply
+from looptrace.tracer import Tracing
+from looptrace.tracer.spans.anthropic import AnthropicInstrumentor
 
 from .conftest import query
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tracer.cli import build_parser
+from looptrace.tracer.cli.main import build_parser
 
 from .conftest import PYTHON, ROOT, python_env
 from .test_manual_api import example_agent
 
 
 def looptrace(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True, env=python_env(),
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True, env=python_env(),
                           cwd=cwd or ROOT, timeout=60)
 
 
@@ -78,7 +78,7 @@ def test_sql_refuses_file_access_extensions_settings_and_writes(store: Path, tmp
 
 
 def test_hostile_text_is_escaped_in_tables(tmp_path: Path) -> None:
-    from tracer import Tracing
+    from looptrace.tracer import Tracing
 
     db = tmp_path / "store.duckdb"
     with Tracing(db) as tracing, tracing.run("a") as run, run.step("\x1b]0;pwned\x07\x1b[2J [bold]x[/]") as step:
@@ -90,7 +90,8 @@ def test_hostile_text_is_escaped_in_tables(tmp_path: Path) -> None:
 
 
 def test_core_packages_never_import_textual() -> None:
-    code = ("import sys, tracer, tracer.anthropic, tracer.cli, loop, loop.agent, loop.demo, loop.commands; "
-            "tracer.cli.build_parser(); print('textual' in sys.modules, 'viewer.app' in sys.modules)")
+    code = ("import sys, looptrace.tracer, looptrace.tracer.spans.anthropic, looptrace.tracer.cli, looptrace.loop, "
+            "looptrace.loop.agent, looptrace.loop.demo, looptrace.loop.commands; looptrace.tracer.cli.build_parser(); "
+            "print('textual' in sys.modules, 'looptrace.viewer.app' in sys.modules)")
     result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), cwd=ROOT)
     assert result.stdout.split() == ["False", "False"], result.stderr

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.analyzer import analyze_store
-from replay.importing import import_paths
-from tracer.store import Store
+from looptrace.replay.analyzer import analyze_store
+from looptrace.tracer.ingest.files.importing import import_paths
+from looptrace.tracer.store import Store
 
 from .conftest import SHARED
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loop.demo import run_scenarios
-from loop.result import RunResult
-from loop.scenarios import SCENARIOS, Scenario
+from looptrace.loop.demo import run_scenarios
+from looptrace.loop.result import RunResult
+from looptrace.loop.scenarios import SCENARIOS, Scenario
 
 from .conftest import python_env, query
 
@@ -62,7 +62,7 @@ def test_the_orchestrator_has_two_children(demo: tuple[Path, list[tuple[Scenario
 @pytest.mark.slow
 def test_looptrace_demo_command(tmp_path: Path) -> None:
     db = tmp_path / "demo.duckdb"
-    done = subprocess.run([sys.executable, "-m", "tracer.cli", "demo", "--db", str(db)], env=python_env(),
+    done = subprocess.run([sys.executable, "-m", "looptrace.tracer.cli", "demo", "--db", str(db)], env=python_env(),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(SCENARIOS)} runs in" in done.stdout

@@ -24,16 +24,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace import TracerProvider
 
-from loop.demo import run_scenarios
-from loop.scenarios import SCENARIOS
-from replay.analyzer import analyze_store
-from tracer import Tracing
-from tracer.export import ExportError, ParquetSource, export_parquet, open_source
-from tracer.export.layout import MANIFEST, part_files
-from tracer.export.otlp import CountingSpanExporter, OtlpSpanProcessor
-from tracer.export.parquet import parse_since
-from tracer.sql import QueryError, run_query
-from tracer.store import SCHEMA_VERSION, Store
+from looptrace.loop.demo import run_scenarios
+from looptrace.loop.scenarios import SCENARIOS
+from looptrace.replay.analyzer import analyze_store
+from looptrace.tracer import Tracing
+from looptrace.tracer.export import ExportError, ParquetSource, export_parquet, open_source
+from looptrace.tracer.export.layout import MANIFEST, part_files
+from looptrace.tracer.spans.otlp import CountingSpanExporter, OtlpSpanProcessor
+from looptrace.tracer.export.parquet import parse_since
+from looptrace.tracer.query.sql import QueryError, run_query
+from looptrace.tracer.store import SCHEMA_VERSION, Store
 
 from .conftest import PYTHON, ROOT, python_env, query
 
@@ -43,7 +43,7 @@ COMPARED = ("runs", "steps", "tool_calls", "llm_calls", "diagnoses", "spans", "w
 
 def looptrace(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in python_env().items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=60)
 
 
@@ -430,8 +430,8 @@ def test_a_flush_waits_for_a_dead_endpoint_only_briefly(tmp_path: Path, dead_url
 
 
 def test_a_store_file_from_before_export_drops_reads_without_migrating(tmp_path: Path) -> None:
-    from tracer.store.migrations import MIGRATIONS, apply_views
-    from tracer.store.tables import SCHEMA_MIGRATIONS
+    from looptrace.tracer.store.migrations import MIGRATIONS
+    from looptrace.tracer.store.tables import SCHEMA_MIGRATIONS
 
     db = tmp_path / "v2.duckdb"
     conn = duckdb.connect(str(db))
@@ -439,8 +439,7 @@ def test_a_store_file_from_before_export_drops_reads_without_migrating(tmp_path:
     for version, name, step in MIGRATIONS[:2]:
         step(conn)
         conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
-    apply_views(conn)
-    conn.close()
+    conn.close()  # (the views of that version were its own; a reader makes this version's in its session)
     # As a reader that finds the file busy does: no migration, yet every table is there.
     with Store(db).reader(absorb=False) as session:
         assert session.execute("SELECT count(*) FROM export_drops").fetchall() == [(0,)]

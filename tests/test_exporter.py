@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracer import DuckDBSpanExporter, Tracing
+from looptrace.tracer import DuckDBSpanExporter, Tracing
 
 from .conftest import query
 

@@ -22,8 +22,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from tracer import Tracing
-from tracer.store import SCHEMA_VERSION, Store
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import SCHEMA_VERSION, Store
 
 from .conftest import PYTHON, ROOT, python_env, query
 
@@ -49,7 +49,7 @@ def agent(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
 
 def looptrace(*args: str | os.PathLike[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**python_env(), "PYTHONIOENCODING": "utf-8", "COLUMNS": "400"}
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *map(str, args)], capture_output=True, text=True,
                           encoding="utf-8", env=env, cwd=ROOT, timeout=timeout)
 
 
@@ -437,7 +437,7 @@ AGENTS, STEPS, CALLS = 8, 200, 3
 def test_soak_eight_writers_with_viewer_and_sql_readers(db: Path) -> None:
     """8 agents (200 steps of 3 parallel tool calls each) while this process reads the store as the viewer
     does (every 0.25 s, eight times the viewer's refresh) and ``looptrace sql`` runs two at a time."""
-    data = pytest.importorskip("viewer.data") if (ROOT / "viewer" / "data.py").exists() else None
+    data = pytest.importorskip("looptrace.viewer.data") if (ROOT / "viewer" / "data.py").exists() else None
     procs = [python("tests.proc_agent", str(db), f"agent{i}", str(STEPS), str(CALLS), "0.02")
              for i in range(AGENTS)]
     sql_calls: list[subprocess.Popen[str]] = []
@@ -446,7 +446,7 @@ def test_soak_eight_writers_with_viewer_and_sql_readers(db: Path) -> None:
     try:
         while any(p.poll() is None for p in procs):
             while sum(s.poll() is None for s in sql_calls) < 2:
-                sql_calls.append(python("tracer.cli", "sql", "--db", str(db), "--format", "csv",
+                sql_calls.append(python("looptrace.tracer.cli", "sql", "--db", str(db), "--format", "csv",
                                         "SELECT count(*) FROM steps"))
             if data is not None and db.exists():
                 page = data.list_runs(store)

@@ -27,11 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.importers import parse_file
-from replay.importing import import_paths
-from replay.trajectory import trajectory_rows
-from tracer import conventions as c
-from tracer.store import Store
+from looptrace.tracer.ingest.files.formats import parse_file
+from looptrace.tracer.ingest.files.importing import import_paths
+from looptrace.tracer.ingest.files.trajectory import trajectory_rows
+from looptrace.tracer.records import conventions as c
+from looptrace.tracer.store import Store
 
 from .conftest import query
 
@@ -176,7 +176,9 @@ def check_whole_or_skipped(store: Store, files: list[Path]) -> None:
     expected = {f.resolve(): expected_rows(f) for f in files}
     report = import_paths(store, files)
     skipped = {Path(p).resolve(): reason for p, reason in report.skipped}
-    # Imports write the DuckDB file itself (no segments), so a plain read-only connection sees them all.
+    # Imports go through the sink as segments: absorbed, a plain read-only connection sees them all.
+    if store.path.exists() or store.segments_dir.exists():
+        store.compact()
     conn = duckdb.connect(str(store.path), read_only=True)
     try:
         for path, runs in expected.items():
@@ -286,7 +288,7 @@ def valid_body() -> bytes:
 
 
 def start_receiver(db: Path) -> Any:
-    module = pytest.importorskip("tracer.ingest.receiver")
+    module = pytest.importorskip("looptrace.tracer.ingest.otlp.receiver")
     # settle=0 and idle_timeout=0: every trace is mapped and written within the request that brings it, so a
     # mapping or write error shows up as that request's answer rather than in the background flusher.
     return module.OtlpReceiver(db, port=0, settle=0.0, idle_timeout=0.0).start()

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from replay.importers import TrajectoryFormatError, parse_file
-from replay.importers.minisweagent import mini_status
-from replay.importers.openai_chat import TAU_MAX_STEPS, parse_arguments, tau_status
-from replay.importers.shell import classify_command, command_not_found, looks_like_prose
-from replay.importers.sweagent import swe_agent_status
-from replay.importing import ImportReport, import_paths
-from replay.trajectory import Trajectory, estimate_tokens
-from tracer.store import Store
+from looptrace.tracer.ingest.files.formats import TrajectoryFormatError, parse_file
+from looptrace.tracer.ingest.files.minisweagent import mini_status
+from looptrace.tracer.ingest.files.openai_chat import TAU_MAX_STEPS, parse_arguments, tau_status
+from looptrace.tracer.ingest.files.shell import classify_command, command_not_found, looks_like_prose
+from looptrace.tracer.ingest.files.sweagent import swe_agent_status
+from looptrace.tracer.ingest.files.importing import ImportReport, import_paths
+from looptrace.tracer.ingest.files.trajectory import Trajectory, estimate_tokens
+from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, SHARED, python_env
 
@@ -500,7 +500,7 @@ def test_parse_file_raises_the_reason(tmp_path: Path) -> None:
 
 
 def looptrace(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True,
                           env=python_env(), cwd=ROOT, timeout=120)
 
 

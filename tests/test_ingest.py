@@ -32,13 +32,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from replay.analyzer import analyze_store
-from replay.importing import import_paths
-from tracer import Tracing
-from tracer.ingest import OtlpReceiver, classify, rows_for_trace, run_id_for
-from tracer.ingest.otlp import JSON, PROTOBUF, MalformedRequest, decode, parse_json, spans_of
-from tracer.records import PlainSpan
-from tracer.store import Store
+from looptrace.replay.analyzer import analyze_store
+from looptrace.tracer.ingest.files.importing import import_paths
+from looptrace.tracer import Tracing
+from looptrace.tracer.ingest.otlp import OtlpReceiver, classify, rows_for_trace, run_id_for
+from looptrace.tracer.ingest.otlp.protocol import JSON, PROTOBUF, MalformedRequest, decode, parse_json, spans_of
+from looptrace.tracer.records.spans import PlainSpan
+from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, python_env, query
 
@@ -559,7 +559,7 @@ def test_two_processes_export_at_once(receiver: OtlpReceiver, db: Path) -> None:
 
 @pytest.mark.slow
 def test_collect_command(db: Path) -> None:
-    proc = subprocess.Popen([PYTHON, "-m", "tracer.cli", "collect", "--db", str(db), "--port", "0"], cwd=ROOT,
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0"], cwd=ROOT,
                             env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

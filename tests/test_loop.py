@@ -17,19 +17,19 @@ from typing import Any
 
 import pytest
 
-from loop.agent import REFLECTION, Agent
-from loop.defences import COMPACTION_SYSTEM
-from loop.model import AnthropicModel, RetryPolicy
-from loop.policy import Policy
-from loop.replies import Disconnect, Fault, Handler, Reply, ScriptItem, StreamError
-from loop.result import RunResult
-from loop.scripted import SCRIPTED_MODEL, Script, act, acts, finish, say
-from loop.server import MessagesServer
-from loop.subagents import subagents
-from loop.tools import Tool
-from tracer import Tracing
-from tracer.requests import rebuild_requests
-from tracer.store import Store
+from looptrace.loop.agent import REFLECTION, Agent
+from looptrace.loop.defences import COMPACTION_SYSTEM
+from looptrace.loop.model import AnthropicModel, RetryPolicy
+from looptrace.loop.policy import Policy
+from looptrace.loop.replies import Disconnect, Fault, Handler, Reply, ScriptItem, StreamError
+from looptrace.loop.result import RunResult
+from looptrace.loop.scripted import SCRIPTED_MODEL, Script, act, acts, finish, say
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.subagents import subagents
+from looptrace.loop.tools import Tool
+from looptrace.tracer import Tracing
+from looptrace.tracer.records.requests import rebuild_requests
+from looptrace.tracer.store import Store
 
 TASK = "Find the answer to the test question."
 FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05)

@@ -7,11 +7,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from loop import model
-from loop.defences import compacted, compaction_cut, trim
-from loop.model import RetryPolicy
-from loop.stagnation import Repetition, find_repetition, signature
-from loop.tools import INVALID_ARGUMENTS, TOOL_NOT_FOUND, Tool, ToolError, Toolbox, ToolResult
+from looptrace.loop import model
+from looptrace.loop.defences import compacted, compaction_cut, trim
+from looptrace.loop.model import RetryPolicy
+from looptrace.loop.stagnation import Repetition, find_repetition, signature
+from looptrace.loop.tools import INVALID_ARGUMENTS, TOOL_NOT_FOUND, Tool, ToolError, Toolbox, ToolResult
 
 # -- find_repetition ------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tracer import Tracing
-from tracer.requests import content_sha, rebuild_requests
+from looptrace.tracer import Tracing
+from looptrace.tracer.records.requests import content_sha, rebuild_requests
 
 from .conftest import query
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, python_env, query
 

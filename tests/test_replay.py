@@ -27,23 +27,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop.demo import run_scenarios
-from loop.model import AnthropicModel
-from loop.result import RunResult
-from loop.scenarios import SCENARIOS, make_sandbox
-from loop.scripted import SCRIPTED_MODEL, Script, act, finish
-from loop.server import MessagesServer
-from loop.workspace import workspace_tools
-from replay.cassette import CASSETTE_VERSION, load_cassette, save_cassette
-from replay import diff as diff_module
-from replay.diff import Aligned, StepFacts, align, diff_runs, load_step_facts
-from replay.recording import Recording, RecordingError, load_recording
-from replay.regression import export_test
-from replay.replayer import ReplayReport, replay
-from replay.trajectory import ImportedStep, Trajectory, write_trajectories
-from tracer import Tracing
-from tracer.cli import main as cli_main
-from tracer.store import Store
+from looptrace.loop.demo import run_scenarios
+from looptrace.loop.model import AnthropicModel
+from looptrace.loop.result import RunResult
+from looptrace.loop.scenarios import SCENARIOS, make_sandbox
+from looptrace.loop.scripted import SCRIPTED_MODEL, Script, act, finish
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.workspace import workspace_tools
+from looptrace.replay.cassette import CASSETTE_VERSION, load_cassette, save_cassette
+from looptrace.replay import diff as diff_module
+from looptrace.replay.diff import Aligned, StepFacts, align, diff_runs, load_step_facts
+from looptrace.replay.recording import Recording, RecordingError, load_recording
+from looptrace.replay.regression import export_test
+from looptrace.replay.replayer import ReplayReport, replay
+from looptrace.tracer.ingest.files.importing import write_trajectories
+from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
+from looptrace.tracer import Tracing
+from looptrace.tracer.cli.main import main as cli_main
+from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, python_env, query
 from .test_manual_api import example_agent
@@ -86,7 +87,7 @@ def cli_env() -> dict[str, str]:
 
 
 def looptrace(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tracer.cli", *args], capture_output=True, text=True, env=cli_env(),
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True, env=cli_env(),
                           cwd=ROOT, timeout=timeout)
 
 
@@ -419,14 +420,14 @@ KILLED_TASK = "Review the shop before the deploy."
 KILLED_AGENT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from loop.agent import Agent
-    from loop.model import AnthropicModel
-    from loop.replies import Reply
-    from loop.scenarios import make_sandbox
-    from loop.scripted import Script, act
-    from loop.server import MessagesServer
-    from loop.workspace import workspace_tools
-    from tracer import Tracing
+    from looptrace.loop.agent import Agent
+    from looptrace.loop.model import AnthropicModel
+    from looptrace.loop.replies import Reply
+    from looptrace.loop.scenarios import make_sandbox
+    from looptrace.loop.scripted import Script, act
+    from looptrace.loop.server import MessagesServer
+    from looptrace.loop.workspace import workspace_tools
+    from looptrace.tracer import Tracing
 
     db, root, task = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     replies = [act("list_dir", {"path": "."}), act("read_file", {"path": "notes.txt"}),

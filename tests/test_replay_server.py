@@ -15,12 +15,12 @@ from typing import Any
 import anthropic
 import pytest
 
-from loop.demo import run_scenarios
-from loop.scenarios import SCENARIOS
-from loop.server import MessagesServer
-from replay.recording import Recording, load_recording
-from replay.serve import RecordingHandler
-from tracer.store import Store
+from looptrace.loop.demo import run_scenarios
+from looptrace.loop.scenarios import SCENARIOS
+from looptrace.loop.server import MessagesServer
+from looptrace.replay.recording import Recording, load_recording
+from looptrace.replay.serve import RecordingHandler
+from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -177,7 +177,7 @@ def test_the_serve_command_answers_the_sdk(recorded: tuple[Path, dict[str, Recor
     recording = recordings["healthy"]
     port = free_port()
     env = {k: v for k, v in python_env().items() if k != "ANTHROPIC_API_KEY"}
-    command = [PYTHON, "-m", "tracer.cli", "serve", recording.run_id[:8], "--port", str(port),
+    command = [PYTHON, "-m", "looptrace.tracer.cli", "serve", recording.run_id[:8], "--port", str(port),
                "--db", str(db)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=ROOT)

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import duckdb
 import pytest
 
-from loop.scenarios import SCENARIOS
-from tracer.export import open_source
+from looptrace.loop.scenarios import SCENARIOS
+from looptrace.tracer.export import open_source
 
 from .conftest import PYTHON, ROOT, python_env, query
 
@@ -51,7 +51,7 @@ class Chain:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([PYTHON, "-m", "tracer.cli", *args], cwd=ROOT, env=python_env(), capture_output=True,
+    done = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], cwd=ROOT, env=python_env(), capture_output=True,
                           text=True, timeout=TIMEOUT)
     assert done.returncode == 0, f"looptrace {' '.join(args)}:\n{done.stdout}{done.stderr}"
     return done
@@ -65,7 +65,7 @@ def _by_run(analysis: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     tmp = tmp_path_factory.mktemp("scale")
     store, parquet = tmp / "traces.duckdb", tmp / "traces-parquet"
-    collect = subprocess.Popen([PYTHON, "-m", "tracer.cli", "collect", "--db", str(store), "--port", "0",
+    collect = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(store), "--port", "0",
                                 "--settle", "0"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
@@ -161,7 +161,7 @@ def test_collect_summary_counts_looptrace_traces(chain: Chain) -> None:
 
 
 def test_the_viewer_reads_the_parquet_export(chain: Chain) -> None:
-    from viewer.app import ViewerApp
+    from looptrace.viewer.app import ViewerApp
 
     with ViewerApp(chain.parquet, refresh_seconds=None).store.reader() as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchall() == [(len(chain.runs),)]

@@ -13,14 +13,14 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop.agent import Agent
-from loop.model import AnthropicModel, RetryPolicy
-from loop.scripted import Script, act, finish
-from loop.server import MessagesServer
-from loop.tools import Tool
-from tracer import Tracing
-from tracer.redact import Redactor, restore_env
-from tracer.store import Store
+from looptrace.loop.agent import Agent
+from looptrace.loop.model import AnthropicModel, RetryPolicy
+from looptrace.loop.scripted import Script, act, finish
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.tools import Tool
+from looptrace.tracer import Tracing
+from looptrace.tracer.sink.redact import Redactor, restore_env
+from looptrace.tracer.store import Store
 
 API_KEY = "sk-ant-api03-PLANTEDsecretKEY0123456789abcdef"
 ENV_SECRET = "hunter2-the-database-password-9f8e7d"

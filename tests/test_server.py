@@ -16,7 +16,7 @@ import anthropic
 import pytest
 from anthropic.types import Message, MessageParam, ToolParam
 
-from loop.server import Disconnect, Fault, MessagesServer, Reply, StreamError
+from looptrace.loop.server import Disconnect, Fault, MessagesServer, Reply, StreamError
 
 MODEL = "claude-test"
 USER: list[MessageParam] = [{"role": "user", "content": "What is 2 + 3?"}]

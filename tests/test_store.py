@@ -11,9 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tracer.store import SCHEMA_VERSION, SegmentWriter, Store, StoreError
-from tracer.store import migrations
-from tracer.store.migrations import migrate
+from looptrace.tracer.store import SCHEMA_VERSION, SegmentWriter, Store, StoreError
+from looptrace.tracer.store import migrations
+from looptrace.tracer.store.migrations import migrate
 
 from .conftest import PYTHON, python_env, query
 
@@ -25,12 +25,12 @@ EXPECTED_VIEWS = {
     ],
     "steps": [
         "run_id", "step", "call_index", "started_at", "ended_at", "thought", "tool", "args", "observation",
-        "observation_bytes", "is_error", "error_type", "tool_call_id", "input_tokens", "output_tokens",
+        "observation_bytes", "is_error", "error_type", "tool_call_id", "action_key", "input_tokens", "output_tokens",
         "context_tokens", "cost_usd", "events",
     ],
     "tool_calls": [
-        "run_id", "step", "call_index", "tool_call_id", "tool", "args", "observation", "observation_bytes",
-        "is_error", "error_type", "started_at", "ended_at", "duration_ms",
+        "run_id", "step", "call_index", "tool_call_id", "tool", "args", "action_key", "observation",
+        "observation_bytes", "is_error", "error_type", "started_at", "ended_at", "duration_ms",
     ],
     "llm_calls": [
         "run_id", "step", "call_id", "base_call_id", "provider", "model", "response_model", "started_at",
@@ -61,7 +61,7 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
         assert _columns(conn, view) == columns, view
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
     assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
-        (1, "initial"), (2, "run_totals"), (3, "export_drops")]
+        (1, "initial"), (2, "run_totals"), (3, "export_drops"), (4, "action_key")]
     assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     conn.close()
     conn = duckdb.connect(str(db))
@@ -181,8 +181,8 @@ def test_readers_see_pending_segments_and_wait_out_a_short_exclusive_hold(db: Pa
 
 
 def test_a_version_1_store_is_migrated_in_place_keeping_its_rows(db: Path) -> None:
-    from tracer.store.migrations import MIGRATIONS
-    from tracer.store.tables import SCHEMA_MIGRATIONS
+    from looptrace.tracer.store.migrations import MIGRATIONS
+    from looptrace.tracer.store.tables import SCHEMA_MIGRATIONS
 
     conn = duckdb.connect(str(db))
     conn.execute(SCHEMA_MIGRATIONS)

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from loop.agent import Agent
-from loop.model import AnthropicModel, RetryPolicy
-from loop.policy import DEFAULT_POLICY, Policy
-from loop.replies import ScriptItem
-from loop.result import RunResult
-from loop.scripted import Script, act, finish, say
-from loop.server import MessagesServer
-from loop.strategies import (
+from looptrace.loop.agent import Agent
+from looptrace.loop.model import AnthropicModel, RetryPolicy
+from looptrace.loop.policy import DEFAULT_POLICY, Policy
+from looptrace.loop.replies import ScriptItem
+from looptrace.loop.result import RunResult
+from looptrace.loop.scripted import Script, act, finish, say
+from looptrace.loop.server import MessagesServer
+from looptrace.loop.strategies import (
     parse_plan,
     parse_scores,
     plan_and_execute,
@@ -31,12 +31,12 @@ from loop.strategies import (
     tree_of_thoughts,
     vote,
 )
-from loop.strategies.plan_execute import plan_prompt, replan_prompt, step_task
-from loop.strategies.reflexion import attempt_task, reflect_prompt
-from loop.strategies.self_consistency import normalize
-from loop.strategies.tree_of_thoughts import execute_task, propose_prompt, score_prompt
-from loop.tools import Tool
-from tracer import Tracing
+from looptrace.loop.strategies.plan_execute import plan_prompt, replan_prompt, step_task
+from looptrace.loop.strategies.reflexion import attempt_task, reflect_prompt
+from looptrace.loop.strategies.self_consistency import normalize
+from looptrace.loop.strategies.tree_of_thoughts import execute_task, propose_prompt, score_prompt
+from looptrace.loop.tools import Tool
+from looptrace.tracer import Tracing
 
 from .conftest import query
 

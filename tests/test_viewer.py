@@ -23,19 +23,20 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from tracer import Tracing
-from tracer.store import SegmentWriter, Store
-from viewer.app import ViewerApp
-from viewer.capture import SIZE, capture, mask, screen_text, settle
-from viewer.data import TEXT_CAP, TimelineStep, list_runs, load_actions, load_diff, load_run, load_step
-from viewer.filters import RunFilter, parse_filter
-from viewer.format import evidence_lines, fmt_compact, short_args
-from viewer.messages import StepHighlighted, StepSelected
-from viewer.pager import pager_command, write_pager_file
-from viewer.safe import safe
-from viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
-from viewer.stepping import first_divergence, first_error, first_repeat, step_after
-from viewer.widgets import DiffTable, RunsTable, Timeline, timeline as timeline_module
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import SegmentWriter, Store
+from looptrace.viewer.app import ViewerApp
+from looptrace.viewer.capture import SIZE, capture, mask, screen_text, settle
+from looptrace.viewer.data import TEXT_CAP, TimelineStep, list_runs, load_actions, load_diff, load_run, load_step
+from looptrace.viewer.filters import RunFilter, parse_filter
+from looptrace.viewer.format import evidence_lines, fmt_compact, short_args
+from looptrace.viewer.messages import StepHighlighted, StepSelected
+from looptrace.viewer.pager import pager_command, write_pager_file
+from looptrace.viewer.safe import safe
+from looptrace.viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
+from looptrace.viewer.stepping import first_divergence, first_error, first_repeat, step_after
+from looptrace.viewer.widgets import DiffTable, RunsTable, Timeline
+from looptrace.viewer.widgets import timeline as timeline_module
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -136,9 +137,10 @@ def test_pager_command_and_file(tmp_path: Path) -> None:
 
 
 def test_core_never_imports_textual() -> None:
-    code = ("import argparse, sys, viewer, viewer.data, viewer.queries, viewer.filters, viewer.stepping, "
-            "viewer.format, viewer.pager, viewer.commands; "
-            "viewer.commands.register(argparse.ArgumentParser().add_subparsers()); "
+    code = ("import argparse, sys, looptrace.viewer, looptrace.viewer.data, looptrace.viewer.queries, "
+            "looptrace.viewer.filters, looptrace.viewer.stepping, looptrace.viewer.format, looptrace.viewer.pager, "
+            "looptrace.viewer.commands; "
+            "looptrace.viewer.commands.register(argparse.ArgumentParser().add_subparsers()); "
             "print('textual' in sys.modules)")
     result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), cwd=ROOT)
     assert result.stdout.split() == ["False"], result.stderr

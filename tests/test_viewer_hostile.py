@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from replay.analyzer import analyze_store
-from tracer import Tracing
-from tracer.store import Store
-from viewer.app import ViewerApp
-from viewer.capture import SIZE, screen_text, settle
-from viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, SqlScreen, StepScreen
+from looptrace.replay.analyzer import analyze_store
+from looptrace.tracer import Tracing
+from looptrace.tracer.store import Store
+from looptrace.viewer.app import ViewerApp
+from looptrace.viewer.capture import SIZE, screen_text, settle
+from looptrace.viewer.screens import DiffScreen, HelpScreen, ReplayScreen, RunScreen, SqlScreen, StepScreen
 
 from .conftest import PYTHON, ROOT, python_env
 
@@ -134,7 +134,7 @@ def test_no_escape_sequence_from_the_data_reaches_the_terminal(hostile: tuple[Pa
     if pid == 0:  # the child: the viewer, as a user would start it
         env = python_env() | {"TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
         os.chdir(ROOT)
-        os.execve(PYTHON, [PYTHON, "-m", "tracer.cli", "view", str(db), "--refresh", "0"], env)
+        os.execve(PYTHON, [PYTHON, "-m", "looptrace.tracer.cli", "view", str(db), "--refresh", "0"], env)
     out = bytearray()
 
     def read_until(marker: bytes, seconds: float) -> None:
@@ -174,6 +174,6 @@ def test_no_escape_sequence_from_the_data_reaches_the_terminal(hostile: tuple[Pa
 
 
 def test_cli_view_refuses_a_missing_store(tmp_path: Path) -> None:
-    result = subprocess.run([PYTHON, "-m", "tracer.cli", "view", str(tmp_path / "none.duckdb")],
+    result = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "view", str(tmp_path / "none.duckdb")],
                             capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=60)
     assert result.returncode == 1 and "no such store" in result.stderr

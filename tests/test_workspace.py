@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loop.tools import INVALID_ARGUMENTS, TOOL_NOT_FOUND, Toolbox, ToolError
-from loop.workspace import limit_text, workspace_tools
+from looptrace.loop.tools import INVALID_ARGUMENTS, TOOL_NOT_FOUND, Toolbox, ToolError
+from looptrace.loop.workspace import limit_text, workspace_tools
 
 MARKER = re.compile(r"\n\[\.\.\. truncated: (\d+) more bytes not shown\]\Z")
 

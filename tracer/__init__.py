@@ -1,6 +1,6 @@
 """looptrace's tracer: OpenTelemetry spans for agent loops, exported into a DuckDB store.
 
-    from tracer import Tracing
+    from looptrace.tracer import Tracing
     with Tracing("traces.duckdb") as tracing, tracing.run("my-agent", task="...") as run:
         with run.step("I should look around") as step:
             with step.tool_call("ls", {"path": "."}) as call:
@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from .exporter import DuckDBSpanExporter
-from .manual import RUN_STATUSES, LlmCall, Run, Step, ToolCall, current_run, current_step
-from .pricing import Price, cost_usd, set_price
-from .store import SCHEMA_VERSION, Store, StoreError
-from .tracing import DEFAULT_DB, Tracing
+from .spans.exporter import DuckDBSpanExporter
+from .spans.manual import RUN_STATUSES, LlmCall, Run, Step, ToolCall, current_run, current_step
+from .records.pricing import Price, cost_usd, set_price
+from .store import DEFAULT_DB, SCHEMA_VERSION, Store, StoreError
+from .spans.tracing import Tracing
 
 __all__ = [
     "Tracing",

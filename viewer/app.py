@@ -13,9 +13,10 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from tracer.export.source import open_source
+from looptrace.tracer.export.source import open_source
 
-from .screens import HelpScreen, RunsScreen, SqlScreen
+from .messages import OpenChildren, OpenRun
+from .screens import HelpScreen, RunScreen, RunsScreen, SqlScreen
 from .screens.base import ViewerScreen
 
 __all__ = ["ViewerApp", "REFRESH_SECONDS"]
@@ -49,6 +50,13 @@ class ViewerApp(App[None]):
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # collectable again once the app is gone (tests run many apps in one process)
+
+    def on_open_run(self, message: OpenRun) -> None:
+        self.push_screen(RunScreen(self.store, message.run_id, refresh_seconds=self.refresh_seconds))
+
+    def on_open_children(self, message: OpenChildren) -> None:
+        self.push_screen(RunsScreen(self.store, parent=message.parent, parent_name=message.parent_name,
+                                    refresh_seconds=self.refresh_seconds))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

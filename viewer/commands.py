@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tracer.cli import add_command
-from tracer.tracing import DEFAULT_DB
+from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import duckdb
 
-from replay.diff import RunDiff, diff_runs, load_step_facts
-from tracer.sql import QueryResult, run_query
-from tracer.store import Store
+from looptrace.replay.diff import RunDiff, diff_runs, load_step_facts
+from looptrace.tracer.query.sql import QueryResult, run_query
+from looptrace.tracer.store import Store
 
 from .filters import RunFilter
 from .format import pretty_json

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from tracer.sql import QueryResult
+from looptrace.tracer.query.sql import QueryResult
 
 from .data import RunDetail, RunPage, RunPair, StepDetail
 
@@ -89,3 +89,21 @@ class StepSelected(Message):
         super().__init__()
         self.step = step
         self.run_id = run_id
+
+
+class OpenRun(Message):
+    """Open the run screen of ``run_id``. Screens ask the app to navigate, so no screen module imports
+    another (the runs list opens a run; a run lists its children)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
+class OpenChildren(Message):
+    """Open the runs list of the runs under ``parent`` (sub-agents, replays, forks)."""
+
+    def __init__(self, parent: str, parent_name: str) -> None:
+        super().__init__()
+        self.parent = parent
+        self.parent_name = parent_name

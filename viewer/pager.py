@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from tracer.textsafe import visible
+from looptrace.tracer.cli.terminal import visible
 
 __all__ = ["pager_command", "write_pager_file", "DEFAULT_PAGER"]
 

@@ -6,6 +6,8 @@ is picked by name from ``SORTS``, never built from input.
 
 from __future__ import annotations
 
+from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
+
 __all__ = [
     "SORTS", "RUNS_SQL", "RUN_COUNT_SQL", "RUN_SQL", "CHILDREN_SQL", "TIMELINE_SQL", "ACTIONS_SQL",
     "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
@@ -74,11 +76,9 @@ CHILDREN_SQL = """
 SELECT count(DISTINCT run_id) FROM run_records WHERE $run_id IN (parent_run_id, replay_of, forked_from)
 """
 
-# A step's tool calls as one comparable key (equal actions, equal keys); NULL for a step without a tool.
-# Arguments minified (json()), so that runs stored with differently spaced JSON compare equal.
-_ACTION_KEY = """CASE WHEN count(tool) = 0 THEN NULL ELSE md5(string_agg(
-           coalesce(tool, '') || ' ' || coalesce(CAST(json(args) AS VARCHAR), ''), chr(10) ORDER BY call_index))
-       END"""
+# A step's tool calls as one comparable key (equal actions, equal keys); NULL for a step without a
+# tool. Defined once, in records/actions.py, for the loop, the analyzer, diff and this screen.
+_ACTION_KEY = STEP_ACTION_KEY_SQL
 
 # One line per step. Observations are never read here: only their sizes.
 TIMELINE_SQL = """

@@ -14,8 +14,8 @@ from typing import Any
 from rich.style import StyleType
 from rich.text import Text
 
-from tracer.table import cell_text
-from tracer.textsafe import visible
+from looptrace.tracer.cli.table import cell_text
+from looptrace.tracer.cli.terminal import visible
 
 __all__ = ["safe", "safe_plain", "safe_cell", "clip"]
 

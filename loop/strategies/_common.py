@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer import Run, Step
-from tracer.conversation import response_text
-from tracer.pricing import usage_of
+from looptrace.tracer import Run, Step
+from looptrace.tracer.spans.conversation import response_text
+from looptrace.tracer.records.pricing import usage_of
 
 from ..agent import Agent
 from ..agent import ask as traced_call

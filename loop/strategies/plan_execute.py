@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tracer import Run
-from tracer.conversation import response_text
+from looptrace.tracer import Run
+from looptrace.tracer.spans.conversation import response_text
 
 from ..agent import Agent
 from ..result import RunResult, Stop

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from tracer import Run
-from tracer.textsafe import to_json
+from looptrace.tracer import Run
+from looptrace.tracer.records.text import to_json
 
 from ..agent import Agent
 from ..result import RunResult, Stop

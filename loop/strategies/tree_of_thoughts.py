@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracer import Run
-from tracer.conversation import response_text
-from tracer.textsafe import to_json
+from looptrace.tracer import Run
+from looptrace.tracer.spans.conversation import response_text
+from looptrace.tracer.records.text import to_json
 
 from ..agent import Agent
 from ..result import RunResult, Stop

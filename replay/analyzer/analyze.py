@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from tracer.store import Store
-from tracer.store.segments import arrow_schema
+from looptrace.tracer.records.actions import OBSERVATION_KEY_SQL
+from looptrace.tracer.store import Store
+from looptrace.tracer.store.segments import arrow_schema
 
 from .rules import Diagnosis, RunView, StepView, diagnose
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 if TYPE_CHECKING:
-    from tracer.export.source import ParquetSource
+    from looptrace.tracer.export.source import ParquetSource
 
 __all__ = ["RunDiagnoses", "load_runs", "analyze_store", "RUNS_SQL", "STEPS_SQL"]
 
@@ -31,12 +32,12 @@ RUNS_SQL = "SELECT run_id, status, model, error FROM runs {where} ORDER BY run_i
 
 # One row per action, in order. Observations are compared by hash, never fetched whole.
 STEPS_SQL = """
-SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args,
-       CASE WHEN observation IS NULL THEN NULL ELSE md5(observation) END AS observation_key,
+SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
+       {observation_key} AS observation_key,
        observation_bytes, is_error, error_type, context_tokens
-FROM steps {where}
+FROM steps {{where}}
 ORDER BY run_id, step, call_index
-"""
+""".format(observation_key=OBSERVATION_KEY_SQL)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
         for i in range(batch.num_rows):
             steps.setdefault(cols["run_id"][i], []).append(StepView(
                 step=cols["step"][i], call_index=cols["call_index"][i], tool=cols["tool"][i], args=cols["args"][i],
+                action_key=cols["action_key"][i],
                 observation_key=cols["observation_key"][i], observation_bytes=cols["observation_bytes"][i] or 0,
                 is_error=bool(cols["is_error"][i]), error_type=cols["error_type"][i],
                 context_tokens=cols["context_tokens"][i],

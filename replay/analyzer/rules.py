@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from looptrace.tracer.records.actions import call_key
+
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds, window_for
 
 __all__ = ["StepView", "RunView", "Diagnosis", "diagnose", "RULES", "LABELS", "HALLUCINATION_ERRORS"]
@@ -35,10 +37,14 @@ class StepView:
     error_type: str | None = None
     context_tokens: int | None = None
     call_index: int = 0
+    action_key: str | None = None  # the store's key for this call (records/actions.py)
 
     @property
     def action(self) -> str | None:
-        return None if self.tool is None else f"{self.tool} {self.args or ''}"
+        """Equal for the same tool with the same arguments, as everywhere in looptrace."""
+        if self.tool is None:
+            return None
+        return self.action_key if self.action_key is not None else call_key(self.tool, self.args)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 ``looptrace export`` writes a store as partitioned Parquet (``parquet.py``, layout in ``layout.py``);
 ``ParquetSource`` (``source.py``) reads such a folder with the same views as a store, so
-``looptrace sql`` and ``looptrace analyze`` work on either; ``evaluation.py`` sends diagnoses to an
-OTLP backend; ``otlp.py`` is the tracer's OTLP path, which counts what it loses per run.
+``looptrace sql`` and ``looptrace analyze`` work on either. (Spans go out over OTLP from the span
+side, ``spans/otlp.py``; diagnoses from ``replay/evaluation.py``.)
 """
 
 from __future__ import annotations

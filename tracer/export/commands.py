@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tracer.cli import add_command
-from tracer.tracing import DEFAULT_DB
+from ..cli.main import add_command
+from ..store import DEFAULT_DB
 
 __all__ = ["register"]
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tracer.store import StoreError
+    from ..store import StoreError
 
     from .parquet import export_parquet, parse_since
 

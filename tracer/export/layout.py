@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracer.store import SCHEMA_VERSION, StoreError
-from tracer.store.segments import fsync
+from ..store import SCHEMA_VERSION, StoreError
+from ..store.segments import fsync
 
 __all__ = [
     "ExportError", "Manifest", "ExportEntry", "MANIFEST", "FORMAT", "FORMAT_VERSION", "PARTITIONS",

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from tracer.store import SCHEMA_VERSION, Store, segments_dir
+from ..store import SCHEMA_VERSION, Store, segments_dir
 
 from .layout import (
     PARTITIONS,

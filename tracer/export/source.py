@@ -18,9 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from tracer.store import Store, lockdown
-from tracer.store.migrations import apply_views, migrate
-from tracer.store.tables import RECORD_TABLES
+from ..store import Store, lockdown
+from ..store.migrations import apply_views, migrate
+from ..store.tables import RECORD_TABLES
 
 from .layout import MANIFEST, ExportError, Manifest, part_files, read_manifest
 

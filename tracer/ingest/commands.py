@@ -8,8 +8,8 @@ import sys
 import threading
 from types import FrameType
 
-from ..cli import add_command
-from ..tracing import DEFAULT_DB
+from ..cli.main import add_command
+from ..store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -20,7 +20,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def _collect(args: argparse.Namespace) -> int:
     from ..store import Store, StoreError
-    from .receiver import OtlpReceiver
+    from .otlp.receiver import OtlpReceiver
 
     receiver = OtlpReceiver(args.db, host=args.host, port=args.port, settle=args.settle,
                             max_body=int(args.max_body_mb * (1 << 20)))

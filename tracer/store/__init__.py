@@ -7,4 +7,6 @@ from .migrations import SCHEMA_VERSION
 from .segments import SegmentWriter, segments_dir
 from .store import Store, lockdown
 
-__all__ = ["Store", "StoreError", "SegmentWriter", "SCHEMA_VERSION", "segments_dir", "lockdown"]
+DEFAULT_DB = "looptrace.duckdb"  # where every command looks when --db is not given
+
+__all__ = ["DEFAULT_DB", "Store", "StoreError", "SegmentWriter", "SCHEMA_VERSION", "segments_dir", "lockdown"]

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 import duckdb
+import pyarrow as pa
 
+from ..records.actions import call_key
 from .errors import StoreError
 from .tables import EXPORT_DROPS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEW_NAMES, VIEWS
@@ -34,10 +36,27 @@ def _m003_export_drops(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(EXPORT_DROPS)
 
 
+def _m004_action_key(conn: duckdb.DuckDBPyConnection) -> None:
+    # Each call's action identity (records/actions.py), so SQL, the analyzer, diff and the viewer
+    # agree on when two steps are the same action. Rows stored before it get theirs here, computed
+    # by the same Python function the sink uses, a batch at a time.
+    conn.execute("ALTER TABLE tool_call_records ADD COLUMN action_key VARCHAR")
+    reader = conn.sql(
+        "SELECT rowid, tool, CAST(args AS VARCHAR) AS args FROM tool_call_records WHERE tool IS NOT NULL"
+    ).to_arrow_reader(batch_size=100_000)
+    keyed = [pa.table({"rid": b.column("rowid"),
+                       "k": [call_key(tool, args) for tool, args in zip(b.column("tool").to_pylist(),
+                                                                        b.column("args").to_pylist())]})
+             for b in reader]
+    for keys in keyed:  # noqa: B007 - read by SQL
+        conn.execute("UPDATE tool_call_records SET action_key = keys.k FROM keys WHERE tool_call_records.rowid = keys.rid")
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
     (3, "export_drops", _m003_export_drops),
+    (4, "action_key", _m004_action_key),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

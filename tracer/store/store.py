@@ -338,13 +338,18 @@ class Store:
                 except duckdb.IOException:
                     # A segment absorbed and removed since we listed it is already in the file.
                     files = []
-            if files:
-                conn.execute(
-                    f"CREATE VIEW {table} AS SELECT * FROM {base} "
-                    f"UNION ALL BY NAME SELECT * FROM _pending_{table}"
-                )
-            else:
-                conn.execute(f"CREATE VIEW {table} AS SELECT * FROM {base}")
+            parts = [f"SELECT * FROM {base}"] + ([f"SELECT * FROM _pending_{table}"] if files else [])
+            if table in RECORD_TABLES and self._lacks_columns(conn, base, table):
+                # A file a migration has not reached yet (it was busy): the columns added since read as NULL.
+                shape = pa.Table.from_pylist([], schema=seg.arrow_schema(table))  # noqa: F841 - read by SQL
+                conn.execute(f"CREATE TEMP TABLE _shape_{table} AS SELECT * FROM shape")
+                parts.append(f"SELECT * FROM _shape_{table}")
+            conn.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
+
+    @staticmethod
+    def _lacks_columns(conn: duckdb.DuckDBPyConnection, base: str, table: str) -> bool:
+        have = {r[0] for r in conn.execute(f"DESCRIBE {base}").fetchall()}
+        return not set(seg.arrow_schema(table).names) <= have
 
 
 _PATH_LOCKS: dict[str, threading.RLock] = {}

@@ -81,6 +81,7 @@ SELECT
     coalesce(t.is_error, false) AS is_error,
     t.error_type,
     t.tool_call_id,
+    t.action_key,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.input_tokens, 0) ELSE 0 END AS input_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.output_tokens, 0) ELSE 0 END AS output_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.context_tokens END AS context_tokens,
@@ -92,7 +93,7 @@ FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
 
 TOOL_CALLS = """
 CREATE OR REPLACE VIEW tool_calls AS
-SELECT run_id, step, call_index, tool_call_id, tool, args, observation, observation_bytes,
+SELECT run_id, step, call_index, tool_call_id, tool, args, action_key, observation, observation_bytes,
        is_error, error_type, started_at, ended_at,
        date_diff('millisecond', started_at, ended_at) AS duration_ms
 FROM tool_call_records

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import WorkerState, get_current_worker
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..messages import LoadFailed
 from ..safe import safe

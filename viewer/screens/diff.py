@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import RunPair, load_diff
 from ..messages import DiffLoaded, StepSelected

@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import RunDetail, load_actions, load_run, load_step, primary_range
 from ..messages import ActionsLoaded, RunLoaded, StepHighlighted, StepLoaded, StepSelected

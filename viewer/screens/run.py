@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import RunDetail, load_run, primary_range
-from ..messages import RunLoaded, StepSelected
+from ..messages import OpenChildren, RunLoaded, StepSelected
 from ..safe import safe
 from ..widgets import DiagnosisPanel, KeysFooter, RunCharts, RunSummary, Timeline, TitleBar
 from .base import ViewerScreen
@@ -104,11 +104,7 @@ class RunScreen(ViewerScreen):
             self.app.push_screen(ReplayScreen(self.store, self.run_id, self.query_one(Timeline).current_step))
 
     def action_children(self) -> None:
-        from .runs import RunsScreen
-
         if self.detail is None or not self.detail.children:
             self.notify("this run has no sub-agents, replays or forks")
             return
-        name = self.detail.run.agent or ""
-        self.app.push_screen(RunsScreen(self.store, parent=self.run_id, parent_name=name,
-                                        refresh_seconds=self.refresh_seconds))
+        self.post_message(OpenChildren(self.run_id, self.detail.run.agent or ""))

@@ -11,11 +11,11 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
-from ..messages import RunsLoaded
+from ..messages import OpenChildren, OpenRun, RunsLoaded
 from ..safe import safe
 from ..widgets import KeysFooter, RunsTable, TitleBar
 from .base import ViewerScreen
@@ -172,11 +172,9 @@ class RunsScreen(ViewerScreen):
         self.action_open()
 
     def action_open(self) -> None:
-        from .run import RunScreen
-
         row = self._selected()
         if row is not None:
-            self.app.push_screen(RunScreen(self.store, row.run_id, refresh_seconds=self.refresh_seconds))
+            self.post_message(OpenRun(row.run_id))
 
     def action_children(self) -> None:
         row = self._selected()
@@ -185,5 +183,4 @@ class RunsScreen(ViewerScreen):
         if not row.children:
             self.notify("this run has no sub-agents, replays or forks")
             return
-        self.app.push_screen(RunsScreen(self.store, parent=row.run_id, parent_name=row.agent or "",
-                                        refresh_seconds=self.refresh_seconds))
+        self.post_message(OpenChildren(row.run_id, row.agent or ""))

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static, TextArea
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import SQL_ROW_LIMIT, SQL_TIMEOUT, run_sql
 from ..messages import LoadFailed, QueryDone

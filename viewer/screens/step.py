@@ -10,7 +10,7 @@ from typing import ClassVar
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 
-from tracer.store import Store
+from looptrace.tracer.store import Store
 
 from ..data import full_step_text, load_step
 from ..messages import PagerReady, StepLoaded

@@ -11,7 +11,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 
-from replay.diff import Aligned, StepFacts
+from looptrace.replay.diff import Aligned, StepFacts
 
 from ..format import fmt_int
 from ..messages import StepSelected

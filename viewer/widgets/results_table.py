@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tracer.sql import QueryResult
+from looptrace.tracer.query.sql import QueryResult
 
 from ..safe import safe, safe_cell
 from .synced_table import SyncedTable

@@ -1,0 +1,7 @@
+"""``python -m looptrace.tracer.cli``: the ``looptrace`` command."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())

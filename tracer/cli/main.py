@@ -1,0 +1,62 @@
+"""The ``looptrace`` command: a thin shell. Each package registers its own commands.
+
+Commands are found through the ``looptrace.commands`` entry-point group, so the CLI (in the lowest
+layer) never imports the loop, replay or viewer packages by name, and a third-party package can add
+a command the same way. A command module exposes ``register(subparsers)``; it must import nothing
+heavy at module level (the viewer imports Textual only when ``view`` runs), so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+__all__ = ["COMMANDS_GROUP", "main", "build_parser", "add_command"]
+
+COMMANDS_GROUP = "looptrace.commands"  # entry-point group: a module with ``register(subparsers)``
+
+
+def add_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, example: str
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with an example."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="looptrace",
+        description="Trace-first observability and replay for LLM agent loops.",
+        epilog="example:\n  looptrace demo --db demo.duckdb && looptrace sql --db demo.duckdb "
+        '"SELECT status, count(*) FROM runs GROUP BY status"',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        entry.load().register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+

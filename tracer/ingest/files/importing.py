@@ -1,0 +1,213 @@
+"""Importing files and folders of trajectories into a store.
+
+Every file is parsed whole into ``Trajectory`` values before anything is written, so a damaged file
+is skipped with a reason and never half-imported. Parsed files are handed to the sink (which redacts
+them) ``BATCH_FILES`` at a time, each batch one segment, seen whole or not at all; when a batch
+fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
+(``StoreError``) stops an import. OTLP JSON files hold spans rather than trajectories: each is mapped
+and written at once as one segment, as ``looptrace collect`` writes (``otlp_json.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datetime import datetime, timezone
+from typing import Any
+
+from ...sink import Sink
+from ...store import Store, StoreError
+from . import otlp_json
+from .formats import TrajectoryFormatError, is_candidate, parse_file
+from .trajectory import Trajectory, trajectory_rows
+
+__all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths", "write_trajectories"]
+
+BATCH_FILES = 50
+
+NOT_A_TRAJECTORY = "not a trajectory file"
+PRESENT_RUNS = "SELECT run_id FROM run_records WHERE source IN (SELECT unnest(?::VARCHAR[]))"
+STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
+
+
+@dataclass
+class ImportReport:
+    files_seen: int = 0
+    runs_imported: int = 0
+    runs_present: int = 0  # already in the store: skipped as duplicates
+    steps_imported: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    by_format: dict[str, int] = field(default_factory=dict)  # runs found per format, imported or present
+
+    @property
+    def ok(self) -> bool:
+        """Something was imported, or everything importable was already there."""
+        return self.runs_imported + self.runs_present > 0
+
+
+# Called after each file with (files done, files in all, the report so far).
+Progress = Callable[[int, int, ImportReport], None]
+
+
+def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every file under ``paths`` (folders recursively, symlinked folders not followed), absolute and
+    without repeats, in a stable order; and the paths that do not exist."""
+    files: dict[Path, None] = {}
+    missing: list[tuple[str, str]] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for folder, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    files.setdefault(Path(folder, name).resolve(), None)
+        elif path.exists():
+            files.setdefault(path.resolve(), None)
+        else:
+            missing.append((str(path), "no such file or folder"))
+    return list(files), missing
+
+
+def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | str:
+    """(format, runs or an OTLP file's spans), or the reason the file is skipped."""
+    is_otlp = otlp_json.sniff(path)
+    if not is_otlp and not is_candidate(path):
+        return NOT_A_TRAJECTORY
+    try:
+        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else parse_file(path)
+    except TrajectoryFormatError as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply to read"
+    except Exception as exc:  # noqa: BLE001 - whatever a strange file does, the import goes on
+        return f"could not be parsed ({type(exc).__name__}: {exc})"
+
+
+class _Writer:
+    """Writes parsed files in batches and keeps the counts exact.
+
+    The runs already stored are looked up once (by source, at the first write: a store is never
+    created for files that all fail), so importing a file twice adds nothing.
+    """
+
+    def __init__(self, store: Store, report: ImportReport, sources: list[str], sink: Sink) -> None:
+        self.store, self.report, self.sources, self.sink = store, report, sources, sink
+        self.batch: list[tuple[Path, list[Trajectory]]] = []
+        self._present: set[str] | None = None
+
+    @property
+    def present(self) -> set[str]:
+        if self._present is None:
+            with self.store.writer() as conn:
+                self._present = {r[0] for r in conn.execute(PRESENT_RUNS, [self.sources]).fetchall()}
+        return self._present
+
+    def add(self, path: Path, runs: list[Trajectory]) -> None:
+        self.batch.append((path, runs))
+        if len(self.batch) >= BATCH_FILES:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if not batch:
+            return
+        runs = [t for _, ts in batch for t in ts]
+        if not any(t.run_id not in self.present for t in runs):
+            self.report.runs_present += len(runs)
+            return
+        try:
+            self._write(runs)
+        except StoreError:
+            raise
+        except Exception:  # noqa: BLE001 - retried file by file below, where the culprit is named
+            for path, ts in batch:
+                try:
+                    self._write(ts)
+                except StoreError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
+                    reason = f"could not be stored ({type(exc).__name__}: {exc})"
+                    self.report.skipped.append((str(path), reason))
+
+    def add_spans(self, path: Path, parsed: otlp_json.OtlpFile) -> None:
+        """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""
+        stored: dict[str, dict[str, str | None]] = {}
+        try:
+            if self.store.path.exists() or self.store.segments_dir.exists():
+                with self.store.reader(locked_down=False) as conn:
+                    rows = conn.execute(STORED_SPANS, [parsed.trace_ids]).fetchall()
+                for trace_id, span_id, run_id in rows:
+                    stored.setdefault(trace_id, {})[span_id] = run_id
+            result = parsed.rows(stored)
+            self.sink.write(result.rows)
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
+            self.report.skipped.append((str(path), f"could not be stored ({type(exc).__name__}: {exc})"))
+            return
+        self.report.runs_imported += result.runs_new
+        self.report.runs_present += result.runs_present
+        self.report.steps_imported += result.steps_new
+        self.report.by_format[otlp_json.FORMAT] = (
+            self.report.by_format.get(otlp_json.FORMAT, 0) + result.runs_new + result.runs_present)
+
+    def _write(self, runs: list[Trajectory]) -> None:
+        fresh = {t.run_id: t for t in runs if t.run_id not in self.present}
+        self.sink.write(_rows(fresh.values()))
+        self.report.runs_imported += len(fresh)
+        self.report.runs_present += len(runs) - len(fresh)
+        self.report.steps_imported += sum(len({s.step for s in t.steps}) for t in fresh.values())
+        self.present.update(fresh)
+
+
+def _rows(trajectories: Iterable[Trajectory]) -> dict[str, list[dict[str, Any]]]:
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for t in trajectories:
+        for table, rows in trajectory_rows(t, imported_at=now).items():
+            tables.setdefault(table, []).extend(rows)
+    return tables
+
+
+def write_trajectories(store: Store, trajectories: Sequence[Trajectory], sink: Sink | None = None) -> tuple[int, int]:
+    """Hand each trajectory not already in ``store`` to the sink, all in one segment; return
+    (runs written, runs already present)."""
+    if not trajectories:
+        return 0, 0
+    ids = sorted({t.run_id for t in trajectories})
+    with store.writer() as conn:
+        present = {r[0] for r in conn.execute(
+            "SELECT DISTINCT run_id FROM run_records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+        ).fetchall()}
+    fresh = {t.run_id: t for t in trajectories if t.run_id not in present}
+    (sink or Sink(store.path)).write(_rows(fresh.values()))
+    return len(fresh), len(trajectories) - len(fresh)
+
+
+def import_paths(
+    store: Store, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None,
+    sink: Sink | None = None,
+) -> ImportReport:
+    """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
+    files, missing = collect_files(paths)
+    report = ImportReport(files_seen=len(files), skipped=list(missing))
+    writer = _Writer(store, report, [str(f) for f in files if is_candidate(f)], sink or Sink(store.path))
+    for done, path in enumerate(files, 1):
+        parsed = _parse(path)
+        if isinstance(parsed, str):
+            report.skipped.append((str(path), parsed))
+        elif isinstance(found := parsed[1], otlp_json.OtlpFile):
+            writer.add_spans(path, found)
+        else:
+            fmt = parsed[0]
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(found)
+            writer.add(path, found)
+        if progress is not None and done < len(files):
+            progress(done, len(files), report)
+    writer.flush()
+    if progress is not None and files:
+        progress(len(files), len(files), report)  # the last call sees the final counts
+    return report

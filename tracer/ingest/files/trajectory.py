@@ -1,0 +1,100 @@
+"""Runs recorded by other agents, as plain data, and their rows in the store.
+
+Importers turn a file into ``Trajectory`` values (pure parsing, no I/O beyond reading the file);
+``trajectory_rows`` maps one to records, which ``importing.py`` hands to the sink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+from ...records.text import clean_text, to_json
+
+__all__ = ["ImportedStep", "Trajectory", "trajectory_rows", "estimate_tokens"]
+
+
+def estimate_tokens(text_chars: int) -> int:
+    """Tokens from characters when a source records none: 4 characters a token, the usual rule of
+    thumb for English text and code with BPE tokenizers (documented in docs/schema.md)."""
+    return (text_chars + 3) // 4
+
+
+@dataclass
+class ImportedStep:
+    step: int
+    thought: str | None = None
+    tool: str | None = None
+    args: Any = None
+    observation: str | None = None
+    is_error: bool = False
+    error_type: str | None = None  # tool_not_found, invalid_arguments, unparseable, ...
+    context_tokens: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    call_index: int = 0
+    tool_call_id: str | None = None
+
+
+@dataclass
+class Trajectory:
+    source: str  # the path of the file it came from
+    agent: str
+    status: str
+    steps: list[ImportedStep] = field(default_factory=list)
+    task: str | None = None
+    model: str | None = None
+    answer: str | None = None
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)  # e.g. the source's own exit status
+    key: str = ""  # distinguishes several runs in one file
+
+    @property
+    def run_id(self) -> str:
+        return hashlib.sha256(f"{self.source}\0{self.key}".encode()).hexdigest()[:32]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else clean_text(value)
+
+
+def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[dict[str, Any]]]:
+    run_id = t.run_id
+    started = t.started_at or imported_at
+    ended = t.ended_at or started
+    run = {
+        "run_id": run_id, "recorded_at": imported_at, "source": t.source, "agent": t.agent, "task": _text(t.task),
+        "model": t.model, "strategy": None, "status": t.status, "answer": _text(t.answer), "error": _text(t.error),
+        "started_at": started, "ended_at": ended, "attributes": to_json(t.attributes) if t.attributes else None,
+        "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd,
+    }
+    steps: dict[int, dict[str, Any]] = {}
+    calls = []
+    for s in t.steps:
+        row = steps.setdefault(s.step, {
+            "run_id": run_id, "step": s.step, "started_at": None, "ended_at": None, "thought": _text(s.thought),
+            "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "context_tokens": s.context_tokens,
+            "cost_usd": None, "events": None, "span_id": None,
+        })
+        if row["thought"] is None and s.thought:
+            row["thought"] = _text(s.thought)
+        if s.tool is not None or s.observation is not None:
+            observation = _text(s.observation)
+            calls.append({
+                "run_id": run_id, "step": s.step, "call_index": s.call_index, "tool_call_id": s.tool_call_id,
+                "tool": _text(s.tool), "args": to_json(s.args) if s.args is not None else None,
+                "observation": observation,
+                "observation_bytes": len(observation.encode("utf-8")) if observation else 0,
+                "is_error": s.is_error or s.error_type is not None, "error_type": s.error_type,
+                "started_at": None, "ended_at": None, "span_id": None,
+            })
+    return {"run_records": [run], "step_records": list(steps.values()), "tool_call_records": calls}
+

@@ -1,0 +1,298 @@
+"""Reading one span of another instrumentation: its role and what each convention's attributes say.
+
+``classify`` reduces a span of the OTel GenAI conventions, OpenInference or OpenLLMetry to a role
+(agent, workflow, model call, tool call); ``model_call`` and ``tool_call`` read a model or tool span into
+looptrace's typed rows. Pure functions; ``conventions.py`` assembles whole traces from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ...records import conventions as c
+from ...records.pricing import cost_usd, price_of
+from ...records.spans import PlainSpan, ts
+from ...records.requests import RequestLog
+from ...records.text import clean_text, to_json
+
+AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
+
+_GENAI_OPS = {c.OP_INVOKE_AGENT: AGENT, c.OP_CHAT: MODEL, "text_completion": MODEL,
+              "generate_content": MODEL, c.OP_EXECUTE_TOOL: TOOL}
+_OPENINFERENCE = {"AGENT": AGENT, "CHAIN": WORKFLOW, "LLM": MODEL, "TOOL": TOOL}
+_TRACELOOP = {"agent": AGENT, "workflow": WORKFLOW, "task": TOOL, "tool": TOOL}
+OI_KIND, TL_KIND = "openinference.span.kind", "traceloop.span.kind"
+# Attribute names, each list in order of preference across the three conventions.
+_MODEL_NAME = ("gen_ai.request.model", "llm.request.model_name", "llm.model_name", "gen_ai.response.model")
+_RESPONSE_MODEL = ("gen_ai.response.model", "llm.response.model_name", "llm.response.model")
+_PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+_INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens",
+                 "llm.token_count.prompt")
+_OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                  "llm.usage.completion_tokens", "llm.token_count.completion")
+_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+               "llm.token_count.prompt_details.cache_read")
+_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+                "llm.token_count.prompt_details.cache_write")
+_AGENT_NAME = ("gen_ai.agent.name", "agent.name", "traceloop.entity.name", "traceloop.workflow.name")
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+_TOOL_CALL_ID = ("gen_ai.tool.call.id", "tool_call.id", "tool.id")
+_INPUT = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
+_OUTPUT = ("gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+_GENAI_PARAMS = ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "frequency_penalty",
+                 "presence_penalty", "seed", "choice.count")
+# Flattened lists: OpenInference (llm.input_messages.0.message.role), OpenLLMetry (gen_ai.prompt.0.role).
+_INPUT_PREFIXES = ("llm.input_messages", "gen_ai.prompt")
+_OUTPUT_PREFIXES = ("llm.output_messages", "gen_ai.completion")
+_TOOLS_PREFIXES = ("llm.tools", "llm.request.functions")
+_INT64 = 1 << 63
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # valid for Python's json, refused by DuckDB's
+# JSON columns that tracer.records fills from attributes as they are: checked when the spans are untrusted.
+_JSON_COLUMNS = {"tool_call_records": ("args",), "run_records": ("attributes",), "step_records": ("events",),
+                 "llm_call_records": ("params", "system", "tools", "messages_append", "response")}
+
+
+def is_native(span: PlainSpan) -> bool:
+    """Traced by looptrace itself: ``tracer.records`` maps it."""
+    return isinstance(span.attributes.get(c.RUN_ID), str)
+
+
+def classify(span: PlainSpan) -> str | None:
+    """``AGENT``, ``WORKFLOW``, ``MODEL``, ``TOOL``, or None for a span of no known convention."""
+    a = span.attributes
+    op = a.get(c.GEN_AI_OPERATION)
+    if op in _GENAI_OPS:
+        return _GENAI_OPS[str(op)]
+    if OI_KIND in a:
+        return _OPENINFERENCE.get(str(a[OI_KIND]).upper())
+    if TL_KIND in a:
+        return _TRACELOOP.get(str(a[TL_KIND]).lower())
+    # OpenLLMetry's model-call spans carry no kind, only request and usage attributes.
+    if a.get("llm.request.type") in ("chat", "completion") or "gen_ai.usage.prompt_tokens" in a:
+        return MODEL
+    return None
+
+
+def run_id_for(trace_id: str, span_id: str) -> str:
+    """The id of the run of ``span_id`` (an agent span or a trace's root): the same on every derivation."""
+    return hashlib.sha256(f"otlp\0{trace_id}\0{span_id}".encode()).hexdigest()[:32]
+
+
+def _first(a: Mapping[str, Any], keys: Iterable[str]) -> Any:
+    return next((a[k] for k in keys if a.get(k) is not None), None)
+
+
+def _int(value: Any) -> int | None:
+    """A count for a BIGINT column, or None (not a number, or out of range)."""
+    try:
+        number = int(value) if value is not None else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is None or -_INT64 <= number < _INT64 else None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return clean_text(value) if isinstance(value, (str, bytes)) else to_json(value)
+
+
+def _loads(value: Any) -> Any:
+    """A JSON attribute (GenAI records messages as JSON text); anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value, parse_constant=_refuse)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON, and DuckDB's JSON type refuses them
+
+
+def _json_text(value: Any) -> str | None:
+    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parsed = _loads(value)
+        if parsed is not value:
+            return to_json(parsed) if _SURROGATE_ESCAPE.search(value) else clean_text(value)
+    return to_json(value)
+
+
+def _safe_json(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` with every JSON column holding valid JSON: one bad cell would fail its whole segment."""
+    for table, columns in _JSON_COLUMNS.items():
+        for row in rows.get(table, ()):
+            for column in columns:
+                if row.get(column) is not None:
+                    row[column] = _json_text(row[column])
+    return rows
+
+
+def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
+    """The flattened attributes under ``prefix`` as nested data (numeric keys become lists), and the keys
+    it holds. A key that clashes with another (``x`` and ``x.y``) is left out, so it stays in ``spans``."""
+    head = prefix + "."
+    root: dict[str, Any] = {}
+    placed = []
+    for key in sorted(k for k in a if k.startswith(head)):
+        node: Any = root
+        *path, leaf = key[len(head):].split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            if leaf not in node:
+                node[leaf] = a[key]
+                placed.append(key)
+    return (_listify(root) if root else None), placed
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    items = {k: _listify(v) for k, v in node.items()}
+    if items and all(k.isdigit() for k in items):
+        return [items[k] for k in sorted(items, key=int)]
+    return items
+
+
+def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[list[Any] | None, list[str]]:
+    if a.get(key) is not None:
+        value = _loads(a[key])
+        return (value if isinstance(value, list) else [value]), [key]
+    for prefix in prefixes:
+        items, keys = _nested(a, prefix)
+        if isinstance(items, list):
+            return [m.get("message", m) if isinstance(m, dict) else m for m in items], keys
+    return None, []
+
+
+def _message_text(messages: Sequence[Any] | None) -> str | None:
+    """The text of output messages: GenAI text parts, OpenInference content(s), OpenLLMetry content."""
+    texts: list[str] = []
+    for m in messages or ():
+        if not isinstance(m, dict):
+            continue
+        for part in m.get("parts") or m.get("contents") or ():
+            part = part.get("message_content", part) if isinstance(part, dict) else part
+            if isinstance(part, dict) and part.get("type") == "text":
+                texts.append(str(part.get("content", part.get("text", ""))))
+        if isinstance(m.get("content"), str):
+            texts.append(m["content"])
+    return "\n".join(t for t in texts if t) or None
+
+
+def _user_text(messages: Sequence[Any] | None) -> str | None:
+    users = (m for m in messages or () if isinstance(m, dict) and m.get("role") == "user")
+    return next((_message_text([m]) for m in users), None)
+
+
+def _first_reason(finish: Any) -> str | None:
+    """``gen_ai.response.finish_reasons`` is a list; other conventions record one reason."""
+    if isinstance(finish, (list, tuple)):
+        finish = finish[0] if finish else None
+    return _text(finish) if finish not in (None, "") else None
+
+
+def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
+                moved: set[str]) -> tuple[dict[str, Any], str | None, str | None]:
+    """(llm_call_records row, the model's text output, the first user message) of a model-call span."""
+    a = s.attributes
+    messages, in_keys = _messages(a, "gen_ai.input.messages", _INPUT_PREFIXES)
+    output, out_keys = _messages(a, "gen_ai.output.messages", _OUTPUT_PREFIXES)
+    system = _loads(a.get("gen_ai.system_instructions"))
+    tools, tool_keys = _loads(a.get("gen_ai.tool.definitions")), ["gen_ai.tool.definitions"]
+    for prefix in _TOOLS_PREFIXES if tools is None else ():
+        tools, tool_keys = _nested(a, prefix)
+        if tools is not None:
+            break
+    params = {p: a[f"gen_ai.request.{p}"] for p in _GENAI_PARAMS if f"gen_ai.request.{p}" in a}
+    invocation = _loads(a.get("llm.invocation_parameters"))
+    if isinstance(invocation, dict):
+        params.update(invocation)
+    model = _first(a, _MODEL_NAME)
+    inp, out = _int(_first(a, _INPUT_TOKENS)), _int(_first(a, _OUTPUT_TOKENS))
+    read, write = _int(_first(a, _CACHE_READ)), _int(_first(a, _CACHE_WRITE))
+    finish = _first(a, ("gen_ai.response.finish_reasons", "llm.finish_reason"))
+    if finish is None and output:
+        finish = next((m.get("finish_reason") for m in output if isinstance(m, dict)), None)
+    row: dict[str, Any] = {
+        "run_id": run_id, "step": step, "call_id": s.span_id, "base_call_id": None,
+        "provider": _text(_first(a, _PROVIDER)), "model": _text(model),
+        "response_model": _text(_first(a, _RESPONSE_MODEL)),
+        "started_at": ts(s.start_ns), "ended_at": ts(s.end_ns), "params": to_json(params) if params else None,
+        "system_sha": None, "system": None, "tools_sha": None, "tools": None, "messages_keep": None,
+        "messages_append": None, "request_sha": None,
+        "response": to_json(output) if output is not None else None, "stop_reason": _first_reason(finish),
+        "input_tokens": inp, "output_tokens": out, "cache_read_tokens": read, "cache_creation_tokens": write,
+        "cost_usd": _cost(model, inp, out, read, write), "retries": 0,
+        "error": _text(s.status_message or "error") if s.status_code == "ERROR" else None,
+        "span_id": s.span_id,
+    }
+    if messages is not None:
+        # Stored as looptrace stores its own requests: only what each call adds to the previous one.
+        request = {**params, "messages": messages}
+        request.update({k: v for k, v in (("system", system), ("tools", tools)) if v is not None})
+        enc = log.encode(request, s.span_id)
+        row.update(base_call_id=enc.base_call_id, system_sha=enc.system_sha, tools_sha=enc.tools_sha,
+                   system=to_json(enc.system) if enc.system is not None else None,
+                   tools=to_json(enc.tools) if enc.tools is not None else None, messages_keep=enc.keep,
+                   messages_append=to_json(enc.append), request_sha=enc.request_sha)
+        moved.update(in_keys, tool_keys if tools is not None else (), ["gen_ai.system_instructions"])
+    if output is not None:
+        moved.update(out_keys)
+    return row, _message_text(output) or _plain_output(a), _user_text(messages)
+
+
+def _plain_output(a: Mapping[str, Any]) -> str | None:
+    """OpenInference's ``output.value`` when it is text rather than the raw response as JSON."""
+    if a.get("output.value") is None or str(a.get("output.mime_type", "")).endswith("json"):
+        return None
+    return _text(a["output.value"])
+
+
+def _cost(model: Any, inp: int | None, out: int | None, read: int | None, write: int | None) -> float | None:
+    if not isinstance(model, str) or price_of(model) is None or (inp is None and out is None):
+        return None
+    fresh = max(0, (inp or 0) - (read or 0) - (write or 0))  # GenAI input tokens include the cache
+    return cost_usd(model, input_tokens=fresh, output_tokens=out or 0, cache_read_tokens=read or 0,
+                    cache_creation_tokens=write or 0)
+
+
+def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]) -> dict[str, Any]:
+    """The tool_call_records row of a tool-call span."""
+    a = s.attributes
+    args_key = next((k for k in _INPUT if a.get(k) is not None), None)
+    result_key = next((k for k in _OUTPUT if a.get(k) is not None), None)
+    exception = next((e.get("attributes") or {} for e in s.events if e.get("name") == "exception"), {})
+    failed = s.status_code == "ERROR" or a.get(c.ERROR_TYPE) is not None
+    error_type = a.get(c.ERROR_TYPE) or (exception.get("exception.type") or "tool_error" if failed else None)
+    observation = _text(a[result_key]) if result_key else None
+    if observation is None and failed:
+        observation = _text(s.status_message or exception.get("exception.message"))
+    moved.update(k for k in (args_key, result_key) if k)
+    return {
+        "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
+        "tool": _text(_first(a, _TOOL_NAME) or _tool_name_from(s.name)),
+        "args": _json_text(a[args_key]) if args_key else None, "observation": observation,
+        "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
+        "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),
+        "ended_at": ts(s.end_ns), "span_id": s.span_id,
+    }
+
+
+def _tool_name_from(span_name: str) -> str:
+    """``execute_tool read_file`` (GenAI) or ``read_file.tool`` (OpenLLMetry) -> ``read_file``."""
+    name = span_name.removeprefix(f"{c.OP_EXECUTE_TOOL} ")
+    for suffix in (".tool", ".task"):
+        name = name.removesuffix(suffix)
+    return name

@@ -1,0 +1,220 @@
+"""Holding spans per trace until the trace is complete, then mapping it once (see receiver.py).
+
+A trace's spans stay here until its root span has arrived and no span of it came for ``settle``
+seconds; each trace is mapped exactly once, span ids of written traces are remembered so resent
+spans are dropped and late ones are placed under their run. Pure bookkeeping: no I/O, no HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...records.spans import PlainSpan, rows_for_spans
+from .conventions import is_native, rows_for_trace
+
+__all__ = ["ReceiverStats", "TraceBuffer", "Batch", "Part", "REMEMBERED_SPANS", "spans_only"]
+
+log = logging.getLogger("looptrace.ingest")
+
+REMEMBERED_SPANS = 1_000_000  # span ids of written traces kept to drop resent spans and place late ones
+
+
+@dataclass
+class ReceiverStats:
+    requests: int = 0
+    rejected: int = 0  # requests answered 4xx or 5xx
+    spans_received: int = 0
+    spans_written: int = 0
+    duplicate_spans: int = 0
+    late_spans: int = 0
+    traces_written: int = 0
+    incomplete_traces: int = 0
+    write_errors: int = 0  # failed segment writes: retried (I/O), or written again apart (bad data)
+    refused_traces: int = 0  # traces whose runs and steps the store refused: kept as bare spans
+    lost_spans: int = 0  # spans the store refused even without their runs and steps
+    last_error: str | None = None
+
+
+@dataclass
+class _Open:
+    spans: dict[str, PlainSpan] = field(default_factory=dict)
+    has_root: bool = False
+    last_seen: float = 0.0
+
+
+@dataclass
+class Part:
+    """One trace's rows in a batch, and what to hold again if they cannot be written."""
+
+    trace_id: str
+    spans: list[PlainSpan]
+    rows: dict[str, list[dict[str, Any]]]
+    held: _Open | None  # a buffered trace; None for spans queued to be written at once
+
+
+@dataclass
+class Batch:
+    parts: list[Part] = field(default_factory=list)
+
+    @property
+    def rows(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for part in self.parts:
+            for table, rows in part.rows.items():
+                out.setdefault(table, []).extend(rows)
+        return out
+
+
+class TraceBuffer:
+    """Open traces and the memory of written ones; not thread-safe (the receiver locks around it)."""
+
+    def __init__(self, *, source: str = "otlp", settle: float = 2.0, idle_timeout: float | None = 600.0,
+                 max_buffered_spans: int = 500_000) -> None:
+        self.source, self.settle, self.idle_timeout = source, settle, idle_timeout
+        self.max_buffered_spans = max_buffered_spans
+        self.stats = ReceiverStats()
+        self._open: dict[str, _Open] = {}
+        self._buffered = 0
+        self._written: OrderedDict[str, dict[str, str | None]] = OrderedDict()  # trace -> span id -> run id
+        self._remembered = 0
+        self._native: set[str] = set()
+        self._direct: list[tuple[str, list[PlainSpan]]] = []  # spans to write now, not to buffer
+
+    @property
+    def buffered_spans(self) -> int:
+        """Spans held and not yet written (open traces, and spans queued to be written at once)."""
+        return self._buffered + sum(len(spans) for _, spans in self._direct)
+
+    def add(self, spans: Sequence[PlainSpan], now: float) -> set[str]:
+        """Hold ``spans`` (or queue them to be written now); return the ids of the traces they belong to."""
+        self.stats.spans_received += len(spans)
+        by_trace: dict[str, list[PlainSpan]] = {}
+        for s in spans:
+            by_trace.setdefault(s.trace_id, []).append(s)
+        for trace_id, group in by_trace.items():
+            written = self._written.get(trace_id)
+            fresh = [s for s in group if written is None or s.span_id not in written]
+            self.stats.duplicate_spans += len(group) - len(fresh)
+            if trace_id in self._native or any(is_native(s) for s in fresh):
+                self._native.add(trace_id)
+                held = self._open.pop(trace_id, None)
+                if held is not None:
+                    self._buffered -= len(held.spans)
+                    fresh = [*held.spans.values(), *fresh]
+                self._direct.append((trace_id, fresh))
+            elif written is not None:
+                self.stats.late_spans += len(fresh)
+                self._direct.append((trace_id, fresh))
+            else:
+                t = self._open.setdefault(trace_id, _Open())
+                before = len(t.spans)
+                t.spans.update((s.span_id, s) for s in fresh)
+                self.stats.duplicate_spans += len(fresh) - (len(t.spans) - before)
+                self._buffered += len(t.spans) - before
+                t.has_root = t.has_root or any(not s.parent_span_id for s in fresh)
+                t.last_seen = now
+        return set(by_trace)
+
+    def take(self, now: float, *, only: set[str] | None = None, everything: bool = False) -> Batch:
+        """Remove and map what is due: settled complete traces, idle ones, the overflow, direct spans.
+        With ``only``, just those traces are considered (a request's own; the flusher looks at all)."""
+        candidates = self._open if only is None else {t: self._open[t] for t in only if t in self._open}
+        due = [tid for tid, t in candidates.items() if everything
+               or (t.has_root and now - t.last_seen >= self.settle)
+               or (self.idle_timeout is not None and now - t.last_seen >= self.idle_timeout)]
+        over = self._buffered - sum(len(self._open[t].spans) for t in due) - self.max_buffered_spans
+        if over > 0 and only is None:
+            for tid, t in sorted(self._open.items(), key=lambda kv: kv[1].last_seen):
+                if over <= 0:
+                    break
+                if tid not in due:
+                    due.append(tid)
+                    over -= len(t.spans)
+        # A client retrying after a failed write resends what is queued here already: once per span id.
+        direct: dict[str, dict[str, PlainSpan]] = {}
+        for tid, spans in self._direct:
+            direct.setdefault(tid, {}).update((s.span_id, s) for s in spans)
+        self._direct = []
+        batch = Batch()
+        for tid in due:
+            t = self._open.pop(tid)
+            self._buffered -= len(t.spans)
+            spans = list(t.spans.values())
+            batch.parts.append(Part(tid, spans, self._rows(spans, None), t))
+        for tid, by_id in direct.items():
+            spans = list(by_id.values())
+            batch.parts.append(Part(tid, spans, self._rows(spans, self._written.get(tid)), None))
+        return batch
+
+    def _rows(self, spans: list[PlainSpan], stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
+        try:
+            return rows_for_trace(spans, source=self.source, stored=stored)
+        except Exception as exc:  # noqa: BLE001 - a mapping bug must cost the runs, never the spans
+            log.warning("looptrace collect: could not map trace %s (%s: %s); kept its spans only",
+                        spans[0].trace_id if spans else "?", type(exc).__name__, exc)
+            return spans_only(spans)
+
+    def done(self, parts: Sequence[Part]) -> None:
+        """``parts`` are in the store: remember their spans' ids and runs."""
+        for part in parts:
+            rows = part.rows.get("spans", [])
+            if part.held is None:  # looptrace's own trace, written as it arrives: counted once, when first seen
+                self.stats.traces_written += len({r["trace_id"] for r in rows} - set(self._written))
+            for row in rows:
+                self._remember(row["trace_id"], row["span_id"], row["run_id"])
+            self.stats.spans_written += len(part.spans)
+            if part.held is not None:
+                self.stats.traces_written += 1
+                self.stats.incomplete_traces += not part.held.has_root
+
+    def put_back(self, parts: Sequence[Part], error: str) -> bool:
+        """Writing ``parts`` failed: hold them again, to be retried with the next write.
+        True if this error is new (worth logging), False if it repeats the last one."""
+        new = error != self.stats.last_error
+        self.stats.write_errors += 1
+        self.stats.last_error = error
+        for part in parts:
+            if part.held is None:
+                self._direct.insert(0, (part.trace_id, part.spans))
+                continue
+            held = self._open.setdefault(part.trace_id, _Open(last_seen=part.held.last_seen))
+            before = len(held.spans)
+            held.spans = {**part.held.spans, **held.spans}
+            held.has_root = held.has_root or part.held.has_root
+            self._buffered += len(held.spans) - before
+        return new
+
+    def refused(self, error: str) -> None:
+        """A trace's runs and steps could not be stored; its spans were."""
+        self.stats.refused_traces += 1
+        self.stats.last_error = error
+
+    def lost(self, part: Part, error: str) -> None:
+        """``part`` cannot be stored even as bare spans: counted, never retried."""
+        self.stats.write_errors += 1
+        self.stats.lost_spans += len(part.spans)
+        self.stats.last_error = error
+
+    def _remember(self, trace_id: str, span_id: str, run_id: str | None) -> None:
+        known = self._written.setdefault(trace_id, {})
+        self._written.move_to_end(trace_id)
+        if span_id not in known:
+            known[span_id] = run_id
+            self._remembered += 1
+        while self._remembered > REMEMBERED_SPANS and len(self._written) > 1:
+            old_id, old = self._written.popitem(last=False)
+            self._remembered -= len(old)
+            self._native.discard(old_id)
+
+
+def spans_only(spans: Sequence[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
+    """``spans`` rows alone (no runs or steps), with a run id only where it is text."""
+    rows = rows_for_spans(spans)["spans"]
+    for row in rows:
+        if not isinstance(row["run_id"], str):
+            row["run_id"] = None
+    return {"spans": rows}

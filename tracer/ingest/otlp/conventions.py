@@ -1,0 +1,257 @@
+"""Spans of other instrumentations as looptrace runs, steps, model calls and tool calls: pure functions.
+
+Three conventions describe agent loops in spans: the OTel GenAI semantic conventions, OpenInference
+(Arize Phoenix) and OpenLLMetry (Traceloop). ``classify`` reduces a span of any of them to a role: an
+agent (a run), a workflow (a run only if it makes calls itself), a model call or a tool call; the
+readers in ``attributes.py`` know each convention's attribute names. None of them says what a step
+is, so steps are derived the way looptrace's own loop defines them: within a run, model calls ordered
+by start time each open a step, and a tool call belongs to the step of the last model call started
+before it (tool calls before any model call form a leading step).
+
+Rows are derived from a whole trace at once: the same spans always give the same rows and ids, which
+is what lets the receiver (which buffers a trace until its root arrives) and the OTLP JSON importer
+agree, and a trace never be mapped twice. Every span is kept in ``spans``; a span of no known
+convention only there. Spans of looptrace's own conventions (``looptrace.run.id``) are left to
+``tracer.records.rows_for_spans``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ...records import conventions as c
+from ...records.spans import PlainSpan, rows_for_spans, ts
+from ...records.requests import RequestLog
+from ...records.text import to_json
+from .attributes import (  # the span readers, shared within this package
+    AGENT, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+)
+
+__all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
+
+def _order(s: PlainSpan) -> tuple[int, str]:
+    return (s.start_ns or 0, s.span_id)
+
+
+class _Trace:
+    """One trace's span tree: each span's role, and each call's run and enclosing calls."""
+
+    def __init__(self, spans: Sequence[PlainSpan]) -> None:
+        self.by_id = {s.span_id: s for s in spans}
+        self.roles = {s.span_id: classify(s) for s in spans}
+        self.children: dict[str | None, list[PlainSpan]] = {}
+        for s in sorted(spans, key=_order):
+            parent = s.parent_span_id if s.parent_span_id in self.by_id else None  # orphans start a tree
+            self.children.setdefault(parent, []).append(s)
+        self.run_of_call: dict[str, str] = {}  # call span id -> its run span id ("" for the trace's root)
+        self.enclosing: dict[str, tuple[str, ...]] = {}  # call span id -> the calls of its run around it
+        seen: set[str] = set()
+        # Top-down and iterative (traces can be deep). A span in a parent cycle is started over as a root.
+        for start in (*self.children.get(None, []), *sorted(spans, key=_order)):
+            stack: list[tuple[PlainSpan, str | None, str | None, tuple[str, ...]]] = [(start, None, None, ())]
+            while stack:
+                span, agent, workflow, calls = stack.pop()
+                if span.span_id in seen:
+                    continue
+                seen.add(span.span_id)
+                role = self.roles[span.span_id]
+                if role == AGENT:
+                    agent, calls = span.span_id, ()
+                elif role == WORKFLOW and agent is None and workflow is None:
+                    workflow = span.span_id  # the outermost one: nested chains are its parts
+                elif role in (MODEL, TOOL):
+                    self.run_of_call[span.span_id] = agent or workflow or ""
+                    self.enclosing[span.span_id] = calls
+                    calls = (*calls, span.span_id)
+                children = reversed(self.children.get(span.span_id, []))
+                stack.extend((child, agent, workflow, calls) for child in children)
+
+    def calls_by_run(self) -> dict[str, list[PlainSpan]]:
+        """Run span id -> the calls that make its steps. A call inside another call of the same run is
+        part of it (one model call seen by two instrumentations, a tool's own work), except that a tool
+        span around a model call is a wrapper (an OpenLLMetry ``task``), not a tool call."""
+        wrappers = {p for cid, around in self.enclosing.items() if self.roles[cid] == MODEL
+                    for p in around if self.roles[p] == TOOL}
+        out: dict[str, list[PlainSpan]] = {}
+        for cid, around in self.enclosing.items():
+            if cid not in wrappers and all(p in wrappers for p in around):
+                out.setdefault(self.run_of_call[cid], []).append(self.by_id[cid])
+        return out
+
+    def run_of(self, span_id: str | None, runs: Mapping[str, str], default: str | None) -> str | None:
+        """The run of a span: the nearest of itself and its ancestors that is a run span."""
+        for _ in range(len(self.by_id) + 1):  # bounded: parent ids may form a cycle
+            if span_id is None or span_id not in self.by_id:
+                break
+            if span_id in runs:
+                return runs[span_id]
+            span_id = self.by_id[span_id].parent_span_id
+        return default
+
+
+@dataclass
+class _Run:
+    run_id: str
+    span: PlainSpan | None  # None when the trace's root never arrived
+    role: str | None
+    calls: list[PlainSpan] = field(default_factory=list)
+    parent_run_id: str | None = None
+
+
+def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
+    """Runs by run span id, and the id of the trace-level run (for spans under no run span), if any."""
+    calls = trace.calls_by_run()
+    keys = [sid for sid, role in trace.roles.items() if role == AGENT or (role == WORKFLOW and sid in calls)]
+    runs = {sid: _Run(run_id_for(trace_id, sid), trace.by_id[sid], trace.roles[sid], calls.get(sid, []))
+            for sid in keys}
+    trace_run = None
+    if "" in calls:  # calls under no agent or workflow: the trace's root is their run
+        tops = trace.children.get(None, [])
+        root = next((s for s in tops if not s.parent_span_id), None)
+        key = root.span_id if root else next((s.parent_span_id for s in tops if s.parent_span_id), "")
+        if key in runs:  # the root is a workflow, and some calls lost the spans between them and it
+            runs[key].calls = [*runs[key].calls, *calls[""]]
+        else:
+            runs[key] = _Run(run_id_for(trace_id, key), root, None, calls[""])
+        trace_run = runs[key].run_id
+    ids = {sid: run.run_id for sid, run in runs.items()}
+    for run in runs.values():
+        if run.span is not None:
+            parent = trace.run_of(run.span.parent_span_id, ids, None)
+            run.parent_run_id = parent if parent != run.run_id else None
+    return runs, trace_run
+
+
+def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
+              moved: dict[str, set[str]]) -> dict[str, list[dict[str, Any]]]:
+    log = RequestLog()
+    models = sorted((x for x in run.calls if classify(x) == MODEL), key=_order)
+    tools = sorted((x for x in run.calls if classify(x) != MODEL), key=_order)
+    starts = [m.start_ns or 0 for m in models]
+    lead = int(bool(tools) and (not models or (tools[0].start_ns or 0) < starts[0]))
+    steps: dict[int, dict[str, Any]] = {}
+    llm_rows, tool_rows, first_task = [], [], None
+    for i, m in enumerate(models):
+        row, thought, task = _model_call(m, run.run_id, i + 1 + lead, log, moved.setdefault(m.span_id, set()))
+        llm_rows.append(row)
+        first_task = first_task or task
+        steps[row["step"]] = _step_row(run.run_id, row["step"], row["started_at"], row["ended_at"], m.span_id,
+                                       thought=thought, tokens=(row["input_tokens"], row["output_tokens"]),
+                                       cost=row["cost_usd"])
+    counts: dict[int, int] = {}
+    for t in tools:
+        step = bisect.bisect_right(starts, t.start_ns or 0) + lead
+        counts[step] = counts.get(step, -1) + 1
+        row = _tool_call(t, run.run_id, step, counts[step], moved.setdefault(t.span_id, set()))
+        tool_rows.append(row)
+        s = steps.setdefault(step, _step_row(run.run_id, step, row["started_at"], None, None))
+        if row["ended_at"] is not None and (s["ended_at"] is None or row["ended_at"] > s["ended_at"]):
+            s["ended_at"] = row["ended_at"]
+    last = steps[max(steps)] if steps else None
+    answer = last["thought"] if last and last["step"] not in counts else None
+    return {"run_records": [_run_row(run, source, spans, models, first_task, answer)],
+            "step_records": [steps[k] for k in sorted(steps)], "llm_call_records": llm_rows,
+            "tool_call_records": tool_rows}
+
+
+def _step_row(run_id: str, step: int, started: int | None, ended: int | None, span_id: str | None, *,
+              thought: str | None = None, tokens: tuple[int | None, int | None] = (None, None),
+              cost: float | None = None) -> dict[str, Any]:
+    return {"run_id": run_id, "step": step, "started_at": started, "ended_at": ended, "thought": thought,
+            "input_tokens": tokens[0], "output_tokens": tokens[1], "context_tokens": tokens[0],
+            "cost_usd": cost, "events": None, "span_id": span_id}
+
+
+def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequence[PlainSpan],
+             task: str | None, answer: str | None) -> dict[str, Any]:
+    s = run.span
+    a: Mapping[str, Any] = s.attributes if s is not None else {}
+    service = next((x.resource.get("service.name") for x in spans if x.resource.get("service.name")), None)
+    named = s.name if s is not None and run.role is not None else None  # an agent's span is named for it
+    ended = s is not None and s.end_ns is not None
+    failed = ended and s is not None and s.status_code == "ERROR"
+    starts = [x.start_ns for x in run.calls if x.start_ns]
+    last_seen = max((x.end_ns or x.start_ns or 0 for x in run.calls), default=0)
+    return {
+        "run_id": run.run_id, "recorded_at": ts(s.end_ns if ended and s is not None else last_seen),
+        "parent_run_id": run.parent_run_id, "source": source,
+        "agent": _text(_first(a, _AGENT_NAME) or named or service or (s.name if s is not None else None)),
+        "task": _text(_first(a, ("input.value", "traceloop.entity.input"))
+                      or _user_text(_messages(a, "gen_ai.input.messages", ())[0]) or task),
+        "model": _text(_first(a, _MODEL_NAME) or next((_first(m.attributes, _MODEL_NAME) for m in models),
+                                                      None)),
+        "strategy": None, "status": ("error" if failed else "ok") if ended else None,
+        "answer": _text(_first(a, ("output.value", "traceloop.entity.output"))
+                        or _message_text(_messages(a, "gen_ai.output.messages", ())[0]) or answer),
+        "error": _text(s.status_message or a.get(c.ERROR_TYPE) or "error") if failed and s else None,
+        "started_at": ts(s.start_ns if s is not None else min(starts, default=None)),
+        "ended_at": ts(s.end_ns) if ended and s is not None else None,
+        "replay_of": None, "forked_from": None, "fork_step": None, "trace_id": spans[0].trace_id,
+        "span_id": s.span_id if s is not None else None, "pid": None,
+        "attributes": to_json({"convention": _convention(run)}),
+        "input_tokens": _int(_first(a, _INPUT_TOKENS)), "output_tokens": _int(_first(a, _OUTPUT_TOKENS)),
+        "cost_usd": None,
+    }
+
+
+def _convention(run: _Run) -> str:
+    """Which convention the run's spans follow (recorded in ``run_records.attributes``)."""
+    for span in ([run.span] if run.span is not None else []) + run.calls:
+        a = span.attributes
+        if OI_KIND in a:
+            return "openinference"
+        if TL_KIND in a or "llm.request.type" in a:
+            return "openllmetry"
+        if c.GEN_AI_OPERATION in a:
+            return "gen_ai"
+    return "unknown"
+
+
+def _span_rows(spans: Sequence[PlainSpan], run_of: Mapping[str, str | None],
+               moved: Mapping[str, set[str]]) -> list[dict[str, Any]]:
+    """``spans`` rows, without the attributes whose content is held by typed columns."""
+    trimmed = [replace(s, attributes={k: v for k, v in s.attributes.items() if k not in moved[s.span_id]})
+               if moved.get(s.span_id) else s for s in spans]
+    rows = rows_for_spans(trimmed)["spans"]
+    for row in rows:
+        row["run_id"] = run_of.get(row["span_id"])
+    return rows
+
+
+def rows_for_trace(spans: Sequence[PlainSpan], *, source: str,
+                   stored: Mapping[str, str | None] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Rows (table -> rows) for the spans of one trace; ``source`` goes into ``runs.source``.
+
+    ``stored`` maps the span ids of this trace already in the store to their run. Those spans are
+    skipped, and the others (spans that came after their trace was written) are kept in ``spans``
+    only, under the run of their nearest stored ancestor: the trace's runs and steps exist already,
+    and deriving them again would add them twice.
+    """
+    new = [s for s in {s.span_id: s for s in spans}.values() if not stored or s.span_id not in stored]
+    if not new:
+        return {}
+    if any(is_native(s) for s in new):
+        return _safe_json(rows_for_spans(new))
+    if stored:
+        by_id = {s.span_id: s for s in new}
+        late: dict[str, str | None] = {}
+        for s in new:
+            parent, hops = s.parent_span_id, 0
+            while parent in by_id and hops <= len(by_id):
+                parent, hops = by_id[parent].parent_span_id, hops + 1
+            late[s.span_id] = stored.get(parent) if parent else None
+        return {"spans": _span_rows(new, late, {})}
+    trace = _Trace(new)
+    runs, trace_run = _runs(trace, new[0].trace_id)
+    out: dict[str, list[dict[str, Any]]] = {}
+    moved: dict[str, set[str]] = {}
+    for run in runs.values():
+        for table, rows in _run_rows(run, source, new, moved).items():
+            out.setdefault(table, []).extend(rows)
+    ids = {sid: run.run_id for sid, run in runs.items()}
+    run_of = {s.span_id: trace.run_of(s.span_id, ids, trace_run) for s in new}
+    out["spans"] = _span_rows(new, run_of, moved)
+    return out

@@ -1,0 +1,340 @@
+"""The OTLP/HTTP receiver behind ``looptrace collect``: ``POST /v1/traces`` into a store's segments.
+
+Runs and steps are derived from a whole trace (``conventions.py``), and OTLP exporters send a trace in
+as many requests as their batches cut it into. So the receiver *buffers per trace*: a trace's spans
+stay in memory until its root span (the one without a parent) has arrived and no span of it came for
+``settle`` seconds, then the whole trace is written as one segment (its spans, runs, steps and calls).
+Each trace is mapped exactly once, so nothing is ever written twice, and a span sent twice (a client
+retrying after a lost response) is recognised by its id and dropped.
+
+The trade-offs: a run appears when its trace ends, not step by step (the ``spans`` of a live agent
+wait with it); memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace
+idle longest is written early); and a span that arrives after its trace was written is kept in
+``spans`` only (counted in ``late_spans``: raise ``settle`` when several processes share traces).
+A trace whose root never arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``.
+Spans that looptrace itself traced (``looptrace.run.id``) map span by span, so they are written at once.
+
+A request is decoded whole before anything is buffered, so a malformed body changes nothing; writes go
+through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A 200
+means the spans are held; they are durable once their trace is written (before the answer when ``settle`` is 0). A write that
+fails for I/O holds the traces again and answers 503, which OTLP clients retry; a value the store
+refuses costs only its own trace's runs and steps (see ``_write``). Responses go out in one write
+with Nagle off, as in ``loop/server.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from http import HTTPStatus
+from types import TracebackType
+from typing import Self
+
+from ...loopback import LoopbackServer, TrackedHandler
+from ...records.spans import PlainSpan
+from ...sink import Redactor, Sink
+from . import protocol as otlp
+from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
+
+__all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
+
+log = logging.getLogger("looptrace.ingest")
+
+TRACES_PATH = "/v1/traces"
+DEFAULT_MAX_BODY = 64 << 20  # bytes of a request body, after decompression
+_DRAIN_MAX = 1 << 30  # an over-limit body is read and discarded up to this size, so the client sees the 413
+
+
+class OtlpReceiver:
+    """An OTLP/HTTP trace receiver writing into the store at ``db``. ``start()`` / ``stop()``, or ``with``.
+
+    ``stop()`` writes every trace still buffered (those without a root as ``incomplete``) and a
+    ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not.
+    """
+
+    def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 4318,
+                 max_body: int = DEFAULT_MAX_BODY, settle: float = 2.0, idle_timeout: float | None = 600.0,
+                 max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
+                 redactor: Redactor | None = None) -> None:
+        self.db = os.fspath(db)
+        self.max_body = max_body
+        self._address = (host, port)
+        self._sink = Sink(self.db, redactor=redactor, durable=durable)
+        self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
+                                   max_buffered_spans=max_buffered_spans)
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._closed = False  # the final flush is done: later requests are refused with 503
+        self._http: LoopbackServer | None = None
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def stats(self) -> ReceiverStats:
+        return self._buffer.stats
+
+    @property
+    def unwritten_spans(self) -> int:
+        """Spans received but not in the store (after ``stop()``: lost)."""
+        return self._buffer.buffered_spans
+
+    @property
+    def port(self) -> int:
+        if self._http is None:
+            raise RuntimeError("the receiver is not running; call start() first")
+        return int(self._http.server_port)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._address[0]}:{self.port}{TRACES_PATH}"
+
+    def start(self) -> Self:
+        if self._http is not None or self._stopped.is_set():
+            raise RuntimeError("an OtlpReceiver can be started once")
+        self._http = LoopbackServer(self._address, _Handler, owner=self)
+        serve = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
+                                 name="looptrace-otlp-receiver", daemon=True)
+        flusher = threading.Thread(target=self._flush_loop, name="looptrace-otlp-flusher", daemon=True)
+        self._threads = [serve, flusher]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def flush(self, *, everything: bool = True) -> bool:
+        """Write what is due (with ``everything``, all buffered traces); False if the write failed."""
+        with self._lock:
+            return self._write(self._buffer.take(time.monotonic(), everything=everything))
+
+    def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        if self._http is not None:
+            self._http.close()
+        for t in self._threads:
+            t.join()
+        with self._lock:
+            ok = self._write(self._buffer.take(time.monotonic(), everything=True))
+            self._closed = True
+            if not ok:
+                log.warning("looptrace collect: %d buffered spans could not be written to %s: %s",
+                            self._buffer.buffered_spans, self.db, self.stats.last_error)
+            self._write_stats()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- called with the lock held, or from request threads -------------------------------------------
+
+    def _write(self, batch: Batch) -> bool:
+        """Write ``batch`` as one segment. An I/O error holds it all again (False: the client retries);
+        a value the store refuses is found by writing trace by trace, so it costs only its own trace's
+        runs and steps (written as bare spans) and never blocks the others."""
+        try:
+            self._sink.write(batch.rows)
+        except OSError as exc:
+            self._held_again(batch.parts, exc)
+            return False
+        except Exception:  # noqa: BLE001 - bad data: isolated below
+            return self._write_apart(batch.parts)
+        self._buffer.done(batch.parts)
+        return True
+
+    def _write_apart(self, parts: Sequence[Part]) -> bool:
+        for i, part in enumerate(parts):
+            for rows in (part.rows, spans_only(part.spans)):
+                try:
+                    self._sink.write(rows)
+                except OSError as exc:
+                    self._held_again(parts[i:], exc)
+                    return False
+                except Exception as exc:  # noqa: BLE001 - try the bare spans, then give up on this trace
+                    error = f"{type(exc).__name__}: {exc}"
+                    log.warning("looptrace collect: the store refused rows of trace %s: %s",
+                                part.trace_id, error)
+                    continue
+                if rows is not part.rows:
+                    self._buffer.refused(error)
+                self._buffer.done([replace(part, rows=rows)])
+                break
+            else:
+                self._buffer.lost(part, error)
+        return True
+
+    def _held_again(self, parts: Sequence[Part], exc: OSError) -> None:
+        if self._buffer.put_back(parts, f"{type(exc).__name__}: {exc}"):
+            log.warning("looptrace collect: could not write to %s (retrying): %s", self.db, exc)
+
+    def _write_stats(self) -> None:
+        s = self.stats
+        row = {"pid": os.getpid(), "host": socket.gethostname(),
+               "recorded_at": datetime.now(timezone.utc).replace(tzinfo=None),
+               "spans_received": s.spans_received, "spans_written": s.spans_written,
+               "spans_dropped": self._buffer.buffered_spans + s.lost_spans,
+               "write_errors": s.write_errors + s.refused_traces,
+               "last_error": s.last_error}
+        if s.spans_received or s.write_errors:
+            with contextlib.suppress(Exception):
+                self._sink.write({"writer_stats": [row]})
+
+    def ingest(self, spans: Sequence[PlainSpan]) -> bool:
+        """Buffer a decoded request and write what is due; False when the write failed (answer 503)."""
+        with self._lock:
+            self.stats.requests += 1
+            if self._closed:
+                self.stats.last_error = "the receiver is shutting down"
+                return False
+            now = time.monotonic()
+            traces = self._buffer.add(spans, now)
+            return self._write(self._buffer.take(now, only=traces))
+
+    def _rejected(self) -> None:
+        with self._lock:
+            self.stats.rejected += 1
+
+    def _flush_loop(self) -> None:
+        interval = min(0.25, max(0.05, self._buffer.settle / 4))
+        while not self._stopped.wait(interval):
+            with self._lock:
+                self._write(self._buffer.take(time.monotonic()))
+
+
+
+class _Handler(TrackedHandler):
+
+    def handle_expect_100(self) -> bool:
+        # A client that asks first (curl does for large bodies) is refused before it sends an oversized one.
+        limit = self.server.owner.max_body
+        length = self.headers.get("content-length") or ""
+        if length.isdigit() and int(length) > limit:
+            self.server.owner._rejected()
+            self.close_connection = True
+            media = self._reply_media()
+            message = f"body of {length} bytes is over the {limit}-byte limit"
+            self._send(413, otlp.response_body(media, 413, message), media)
+            return False
+        return super().handle_expect_100()
+
+    def _reply_media(self) -> str:
+        """The encoding to answer in: the request's, when it is one of OTLP's, else JSON."""
+        try:
+            return otlp.media_type(self.headers.get("content-type"))
+        except otlp.IngestError:
+            return otlp.JSON
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        media = self._reply_media()
+        try:
+            # Read first, whatever the answer: an unread body would be parsed as the next request on a
+            # kept-alive connection, which is how OTLP exporters send.
+            body = self._body(owner.max_body)
+            if self.path.partition("?")[0] != TRACES_PATH:
+                raise _NotFound(f"no such endpoint: POST {self.path}; OTLP traces go to POST {TRACES_PATH}")
+            encoding = self.headers.get("content-encoding")
+            _, spans = otlp.decode(body, self.headers.get("content-type"), encoding, owner.max_body)
+            accepted = owner.ingest(spans)
+        except otlp.IngestError as exc:
+            owner._rejected()
+            self._send(exc.status, otlp.response_body(media, exc.status, str(exc)), media)
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
+            log.exception("looptrace collect: request failed")
+            owner._rejected()
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            self._send(500, otlp.response_body(media, 500, message), media)
+            return
+        if accepted:
+            self._send(200, otlp.response_body(media), media)
+        else:
+            owner._rejected()
+            message = f"could not write to the store: {owner.stats.last_error}"
+            self._send(503, otlp.response_body(media, 503, message), media, {"retry-after": "1"})
+
+    def _other(self) -> None:
+        owner = self.server.owner
+        owner._rejected()
+        try:
+            self._body(owner.max_body)  # as in do_POST: the connection must stay usable
+        except otlp.IngestError:
+            self.close_connection = True
+        path = self.path.partition("?")[0]
+        status, message = (405, f"{self.command} not allowed: use POST") if path == TRACES_PATH else \
+            (404, f"no such endpoint: {self.command} {path}; OTLP traces go to POST {TRACES_PATH}")
+        media = self._reply_media()
+        self._send(status, otlp.response_body(media, status, message), media,
+                   {"allow": "POST"} if status == 405 else None)
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _other
+
+    def _body(self, limit: int) -> bytes:
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            return self._chunked(limit)
+        try:
+            length = int(self.headers.get("content-length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise otlp.MalformedRequest("Content-Length is not a number") from None
+        if length > limit:
+            self._drain(length)
+            raise otlp.RequestTooLarge(f"body of {length} bytes is over the {limit}-byte limit")
+        body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True
+            raise otlp.MalformedRequest(f"body ended after {len(body)} of {length} bytes")
+        return body
+
+    def _chunked(self, limit: int) -> bytes:
+        body = bytearray()
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise otlp.MalformedRequest("malformed chunked body") from None
+            if size == 0:
+                while self.rfile.readline(1024).strip():
+                    pass  # trailers
+                return bytes(body)
+            if len(body) + size > limit:
+                self.close_connection = True
+                raise otlp.RequestTooLarge(f"chunked body is over the {limit}-byte limit")
+            body += self.rfile.read(size)
+            self.rfile.readline(1024)
+
+    def _drain(self, length: int) -> None:
+        """Read and discard an over-limit body, so closing the socket does not reset the connection under
+        the client before it reads the 413; a body too large even to drain closes it at once."""
+        self.close_connection = True
+        if length > _DRAIN_MAX:
+            return
+        self.connection.settimeout(5.0)
+        with contextlib.suppress(OSError):
+            while length > 0:
+                chunk = self.rfile.read(min(length, 1 << 20))
+                if not chunk:
+                    break
+                length -= len(chunk)
+
+    def _send(self, status: int, body: bytes, media: str, extra: dict[str, str] | None = None) -> None:
+        headers = {"content-type": media, "content-length": str(len(body)), **(extra or {})}
+        if self.close_connection:
+            headers["connection"] = "close"
+        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", *(f"{k}: {v}" for k, v in headers.items())]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.wfile.write(head if self.command == "HEAD" else head + body)
+
+
+class _NotFound(otlp.IngestError):
+    status = 404

@@ -1,0 +1,40 @@
+"""``looptrace sql``: one read-only query over a store or a Parquet export of one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..cli.main import add_command
+from ..store import DEFAULT_DB, StoreError
+
+__all__ = ["register"]
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from ..cli.table import write_rows
+    from ..export.source import open_source
+    from .sql import QueryError, run_query
+
+    try:
+        result = run_query(open_source(args.db), args.query, limit=args.limit, timeout=args.timeout)
+    except (QueryError, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    write_rows(sys.stdout, result.columns, result.rows, args.format)
+    if result.truncated:
+        print(f"(stopped at --limit {args.limit}; more rows exist)", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub, "sql", "Run one read-only SQL query against a store (views: runs, steps, tool_calls, llm_calls, "
+        "diagnoses, spans).", f'looptrace sql --db {DEFAULT_DB} "SELECT status, count(*) FROM runs GROUP BY 1"',
+    )
+    p.add_argument("query", help="one SQL statement")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"store path or Parquet export folder (default {DEFAULT_DB})")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
+    p.add_argument("--timeout", type=float, default=30.0, help="stop the query after this many seconds")
+    p.set_defaults(func=_sql)

@@ -1,0 +1,80 @@
+"""When two steps are the same action: the one definition the loop, analyzer, diff and viewer share.
+
+A tool call's action is its tool name and its arguments as canonical JSON (keys sorted, compact), so
+``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` are one action, arguments stored as JSON text equal the
+same arguments passed as values, and two reads of different files are two actions. A step's action
+is its calls' actions in call order; a step without a tool call (a final answer) has none.
+
+Whether a repeated action made progress is a separate question, asked where it matters (stagnation
+is the same action with the same observation): ``observation_key`` says when two observations are
+the same (``OBSERVATION_KEY_SQL`` in SQL).
+
+The store keeps each call's ``action_key`` (filled by the sink), so SQL sees the same identity:
+``STEP_ACTION_KEY_SQL`` aggregates a step's keys the way ``step_key`` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .text import canonical_json
+
+__all__ = [
+    "call_action", "call_key", "step_key", "observation_key", "same_observation", "STEP_ACTION_KEY_SQL",
+    "OBSERVATION_KEY_SQL",
+]
+
+
+def _arguments(args: Any) -> Any:
+    """Arguments as a value: JSON text is parsed, so stored and live arguments compare equal."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args  # not JSON (a raw command line): the text itself is the argument
+    return args
+
+
+def call_action(tool: str | None, args: Any) -> str | None:
+    """The readable identity of one tool call: ``tool {canonical args}``; None without a tool."""
+    if tool is None:
+        return None
+    return f"{tool} {canonical_json(_arguments(args))}"
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def call_key(tool: str | None, args: Any) -> str | None:
+    """``call_action`` hashed: what the store keeps in ``tool_call_records.action_key``."""
+    action = call_action(tool, args)
+    return None if action is None else _md5(action)
+
+
+def step_key(call_keys: Iterable[str | None]) -> str | None:
+    """A step's action from its calls' keys in call order (what ``STEP_ACTION_KEY_SQL`` computes)."""
+    keys = [k for k in call_keys if k is not None]
+    return _md5("\n".join(keys)) if keys else None
+
+
+# A step's action in SQL over the ``steps`` view (one row per call), grouped by step.
+STEP_ACTION_KEY_SQL = (
+    "CASE WHEN count(action_key) = 0 THEN NULL "
+    "ELSE md5(string_agg(action_key, chr(10) ORDER BY call_index)) END"
+)
+
+
+def observation_key(observation: str | None) -> str | None:
+    """Equal keys, same observation; None for none."""
+    return None if observation is None else _md5(observation)
+
+
+OBSERVATION_KEY_SQL = "md5(observation)"
+
+
+def same_observation(a: str | None, b: str | None) -> bool:
+    return observation_key(a) == observation_key(b)

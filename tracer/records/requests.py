@@ -1,0 +1,117 @@
+"""Recording model requests so storage grows linearly with a run's length.
+
+An agent resends its whole history on every call, so storing each request whole would make a
+200-step run hold 200 copies of it. Instead each call stores only what is new against the previous
+call of the same run: how many of the previous request's messages it keeps (``keep``), the
+messages it appends, and the system prompt and tool list only the first time their content is seen
+(by hash). ``rebuild_requests`` turns those rows back into whole requests for replay; the
+``request_sha`` of the whole request lets replay verify the reconstruction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any
+
+from .text import canonical_json
+
+__all__ = ["content_sha", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
+
+
+def content_sha(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
+
+
+def split_request(request: Mapping[str, Any]) -> tuple[Any, Any, list[Any], dict[str, Any]]:
+    """(system, tools, messages, other parameters) of a Messages API request."""
+    params = {k: v for k, v in request.items() if k not in ("system", "tools", "messages")}
+    return request.get("system"), request.get("tools"), list(request.get("messages") or []), params
+
+
+@dataclass(frozen=True)
+class EncodedRequest:
+    params: dict[str, Any]
+    system_sha: str | None
+    system: Any  # None when an earlier call of the run already stored this content
+    tools_sha: str | None
+    tools: Any
+    base_call_id: str | None
+    keep: int
+    append: list[Any]
+    request_sha: str
+
+
+class RequestLog:
+    """Per-run memory of what is already recorded. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._last_call: str | None = None
+        self._last_hashes: list[str] = []
+        self._lock = Lock()
+
+    def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
+        system, tools, messages, params = split_request(request)
+        hashes = [content_sha(m) for m in messages]
+        with self._lock:
+            keep = 0
+            for a, b in zip(self._last_hashes, hashes):
+                if a != b:
+                    break
+                keep += 1
+            base = self._last_call if keep else None
+            system_sha = content_sha(system) if system is not None else None
+            tools_sha = content_sha(tools) if tools is not None else None
+            new_system = system if system_sha and system_sha not in self._seen else None
+            new_tools = tools if tools_sha and tools_sha not in self._seen else None
+            self._seen.update(s for s in (system_sha, tools_sha) if s)
+            self._last_call, self._last_hashes = call_id, hashes
+        return EncodedRequest(
+            params=params,
+            system_sha=system_sha,
+            system=new_system,
+            tools_sha=tools_sha,
+            tools=new_tools,
+            base_call_id=base,
+            keep=keep,
+            append=messages[keep:],
+            request_sha=content_sha(dict(request)),
+        )
+
+
+def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Whole requests by call id, from rows holding the fields of ``EncodedRequest`` (in call order).
+
+    Raises ``KeyError`` naming what is missing when a row refers to a call or content not given.
+    """
+    contents: dict[str, Any] = {}
+    messages_of: dict[str, list[Any]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        call_id = row["call_id"]
+        for sha_key, key in (("system_sha", "system"), ("tools_sha", "tools")):
+            if row.get(key) is not None and row.get(sha_key):
+                contents[row[sha_key]] = row[key]
+        base = row.get("base_call_id")
+        keep = int(row.get("keep") or 0)
+        if keep:
+            if base not in messages_of:
+                raise KeyError(f"call {call_id} extends call {base}, which is not recorded")
+            prefix = messages_of[base][:keep]
+        else:
+            prefix = []
+        messages = prefix + list(row.get("append") or [])
+        messages_of[call_id] = messages
+        request: dict[str, Any] = dict(row.get("params") or {})
+        for sha_key, key in (("system_sha", "system"), ("tools_sha", "tools")):
+            sha = row.get(sha_key)
+            if sha:
+                if sha not in contents:
+                    raise KeyError(f"call {call_id}: its {key} (sha {sha}) is not recorded")
+                request[key] = contents[sha]
+        request["messages"] = messages
+        out[call_id] = request
+    return out

@@ -1,0 +1,62 @@
+"""The sink: the one road from a source to the store. Normalise, redact, write.
+
+Every source hands its records here: the span exporter (instrumentor, manual API, looptrace's own
+loop), the OTLP receiver, file importers and the analyzer's diagnoses. The sink is the only code
+that calls the redactor on the way in and the only code that writes segments, so no source can
+forget either. Records are redacted as rows, after a source has mapped its data to them, so every
+field a source fills (names, attributes, events, resources, arguments, observations, messages)
+is covered whatever the source is (see ``rows.py``). Then what every record of a kind must carry is
+derived in one place: a tool call's ``action_key`` (``records/actions.py``), from the redacted
+arguments, so a stored key never fingerprints a secret.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ..records.actions import call_key
+from ..records.batch import FORMAT_VERSION, Records, TableData
+from ..store.segments import SegmentWriter
+from .redact import Redactor
+from .rows import redact_tables
+
+__all__ = ["Sink"]
+
+
+class Sink:
+    """Writes record batches into the store at ``store_path`` as segments (see ``store/segments.py``).
+
+    ``write`` raises what the write raised (a full disk, a read-only folder): each source decides
+    what a failed write means for it (the exporter logs and counts it, the receiver answers 503 and
+    keeps the trace, an import reports the file). Thread-safe.
+    """
+
+    def __init__(
+        self, store_path: str | os.PathLike[str], *, redactor: Redactor | None = None, durable: bool = True
+    ) -> None:
+        self.store_path = os.fspath(store_path)
+        self.redactor = redactor if redactor is not None else Redactor()
+        self._writer = SegmentWriter(store_path, durable=durable)
+
+    def write(self, records: Records | Mapping[str, TableData]) -> str | None:
+        """Redact and write one batch as one segment (seen whole or not at all); its name, or None
+        when the batch is empty."""
+        batch = records if isinstance(records, Records) else Records(dict(records))
+        if batch.version != FORMAT_VERSION:
+            raise ValueError(f"records of format version {batch.version}; this looptrace writes {FORMAT_VERSION}")
+        return self._writer.write(_derive(redact_tables(batch.tables, self.redactor)))
+
+
+def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:
+    calls = tables.get("tool_call_records")
+    if calls is None:
+        return tables
+    if isinstance(calls, Mapping):
+        cols = dict(calls)
+        keys = cols.get("action_key") or [None] * len(cols.get("tool", ()))
+        cols["action_key"] = [k if k is not None else call_key(tool, args)
+                              for k, tool, args in zip(keys, cols.get("tool", ()), cols.get("args", ()))]
+    else:
+        cols = [{**r, "action_key": r.get("action_key") or call_key(r.get("tool"), r.get("args"))} for r in calls]
+    return {**tables, "tool_call_records": cols}

@@ -1,0 +1,16 @@
+"""The span-producing side: looptrace's own spans and the processors and exporter that carry them.
+
+``Tracing`` sets up an OpenTelemetry ``TracerProvider`` whose processors hand each batch to the
+``DuckDBSpanExporter``; the manual API (``manual``) and the Anthropic instrumentor (``anthropic``)
+make the spans. The exporter maps a batch to records and gives them to the sink: it never writes
+to the store or redacts by itself.
+"""
+
+from __future__ import annotations
+
+from .exporter import DuckDBSpanExporter
+from .manual import RUN_STATUSES, LlmCall, Run, Step, ToolCall, current_run, current_step
+from .tracing import Tracing
+
+__all__ = ["Tracing", "Run", "Step", "ToolCall", "LlmCall", "current_run", "current_step", "RUN_STATUSES",
+           "DuckDBSpanExporter"]

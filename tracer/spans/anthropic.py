@@ -1,0 +1,306 @@
+"""Instrumenting the ``anthropic`` client: agents looptrace did not write, traced by their model calls.
+
+``AnthropicInstrumentor`` wraps ``Messages.create`` (sync and async, streamed or not) and
+``Messages.stream`` with a ``chat {model}`` span that records what replay needs and the SDK's own
+span lacks: the whole request (system prompt, tools, parameters, stored as a delta against the
+previous call) and the whole response. The SDK's own ``anthropic.messages.create`` span (emitted when
+the client's tracer provider is ours, e.g. ``Tracing(set_global=True)``) nests under it and keeps
+the HTTP details (status, resend count, request id); the ``llm_calls`` view reads retries from it.
+
+Inside a looptrace run, calls attach to the current step. Outside one, calls are grouped into
+implicit runs: a request that extends an open run's last request continues it; a response that asks
+for no tool ends it. Instrumenting never changes what the client returns or raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+
+from . import conversation as conv
+from .manual import LlmCall, Run, Step, current_run, current_step
+from ..records.requests import content_sha
+from .tracing import Tracing
+
+__all__ = ["AnthropicInstrumentor"]
+
+log = logging.getLogger("looptrace.anthropic")
+
+
+@dataclass
+class _Implicit:
+    run: Run
+    hashes: list[str]
+    step: Step | None = None
+    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)  # tool_use_id -> (name, input)
+    pending_since: int = 0
+
+
+class AnthropicInstrumentor:
+    """``AnthropicInstrumentor(tracing).instrument()``; ``uninstrument()`` restores the client."""
+
+    def __init__(self, tracing: Tracing, *, agent: str = "anthropic-client") -> None:
+        self.tracing = tracing
+        self.agent = agent
+        self._originals: dict[tuple[type, str], Any] = {}
+        self._open: list[_Implicit] = []
+        self._lock = threading.Lock()
+
+    # -- patching ---------------------------------------------------------------------------------
+
+    def instrument(self) -> AnthropicInstrumentor:
+        from anthropic.resources.messages import AsyncMessages, Messages
+
+        if self._originals:
+            return self
+        for cls, name, make in (
+            (Messages, "create", self._wrap_create),
+            (AsyncMessages, "create", self._wrap_acreate),
+            (Messages, "stream", self._wrap_stream),
+        ):
+            original = cls.__dict__[name]
+            self._originals[(cls, name)] = original
+            setattr(cls, name, functools.wraps(original)(make(original)))
+        return self
+
+    def uninstrument(self) -> None:
+        for (cls, name), original in self._originals.items():
+            setattr(cls, name, original)
+        self._originals.clear()
+
+    # -- recording --------------------------------------------------------------------------------
+
+    def _begin(self, request: dict[str, Any]) -> LlmCall | None:
+        try:
+            step, run = current_step(), current_run()
+            if step is not None:
+                return step.llm_call(request)
+            if run is not None:
+                return LlmCall(run, request)
+            implicit = self._implicit_for(request)
+            implicit.step = implicit.run.step()
+            return implicit.step.llm_call(request)
+        except Exception:  # noqa: BLE001 - telemetry never breaks the agent
+            log.debug("looptrace: could not start a chat span", exc_info=True)
+            return None
+
+    def _implicit_for(self, request: dict[str, Any]) -> _Implicit:
+        messages = list(request.get("messages") or [])
+        hashes = [content_sha(m) for m in messages]
+        with self._lock:
+            found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
+            if found is None:
+                run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
+                found = _Implicit(run, hashes)
+                self._open.append(found)
+            else:
+                found.hashes = hashes
+        results = conv.tool_results(messages)
+        if found.step is not None and found.pending:
+            for index, (use_id, (name, args)) in enumerate(found.pending.items()):
+                text, is_error = results.get(use_id, ("", False))
+                call = found.step.tool_call(name, args, call_id=use_id, call_index=index,
+                                            start_time=found.pending_since)
+                call.result(text, is_error=is_error, error_type="tool_error" if is_error else None)
+            found.pending = {}
+        return found
+
+    def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
+        if call is None:
+            return
+        try:
+            if error is not None:
+                call.fail(error)
+            else:
+                call.response(message)
+            self._after_response(call, message, error)
+        except Exception:  # noqa: BLE001
+            log.debug("looptrace: could not end a chat span", exc_info=True)
+
+    def _after_response(self, call: LlmCall, message: Any, error: BaseException | None) -> None:
+        implicit = next((o for o in self._open if o.step is call.step and o.step is not None), None)
+        if implicit is None or implicit.step is None:
+            return
+        msg = message.model_dump(mode="json") if hasattr(message, "model_dump") else (message or {})
+        text = conv.response_text(msg) if msg else ""
+        if text:
+            implicit.step.thought(text)
+        uses = conv.tool_uses(msg) if msg else []
+        implicit.pending = {str(u.get("id")): (str(u.get("name")), u.get("input")) for u in uses}
+        implicit.pending_since = time.time_ns()
+        implicit.step.end()
+        if error is not None or not uses:
+            status = "error" if error is not None else ("ok" if msg.get("stop_reason") != "max_tokens" else "error")
+            implicit.run.finish(status, answer=text or None,
+                                error=f"{type(error).__name__}: {error}" if error else
+                                ("stopped at max_tokens" if status == "error" else None))
+            with self._lock:
+                self._open.remove(implicit)
+
+    # -- wrappers ---------------------------------------------------------------------------------
+
+    def _wrap_create(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            call = self._begin(dict(kwargs))
+            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+                try:
+                    result = original(resource, *args, **kwargs)
+                except BaseException as exc:
+                    self._end(call, error=exc)
+                    raise
+            if kwargs.get("stream"):
+                return _RecordingStream(result, lambda m, e: self._end(call, m, e))
+            self._end(call, result)
+            return result
+
+        return create
+
+    def _wrap_acreate(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        async def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            call = self._begin(dict(kwargs))
+            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+                try:
+                    result = await original(resource, *args, **kwargs)
+                except BaseException as exc:
+                    self._end(call, error=exc)
+                    raise
+            if kwargs.get("stream"):
+                return _RecordingAsyncStream(result, lambda m, e: self._end(call, m, e))
+            self._end(call, result)
+            return result
+
+        return create
+
+    def _wrap_stream(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def stream(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            return _RecordingStreamManager(original(resource, *args, **kwargs), self, dict(kwargs))
+
+        return stream
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Accumulator:
+    def __init__(self, done: Callable[[Any, BaseException | None], None]) -> None:
+        from anthropic.lib.streaming._messages import accumulate_event
+
+        self._accumulate = accumulate_event
+        self._done = done
+        self._snapshot: Any = None
+        self._bufs: dict[int, bytes] = {}
+        self._finished = False
+
+    def feed(self, event: Any) -> None:
+        try:
+            self._snapshot = self._accumulate(event=event, current_snapshot=self._snapshot, json_bufs=self._bufs)
+        except Exception:  # noqa: BLE001
+            log.debug("looptrace: could not accumulate a stream event", exc_info=True)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        if not self._finished:
+            self._finished = True
+            if error is None and self._snapshot is None:
+                error = RuntimeError("stream closed before any event")
+            self._done(self._snapshot if error is None else None, error)
+
+
+class _RecordingStream:
+    """Passes a ``Stream`` through unchanged while accumulating the final message."""
+
+    def __init__(self, stream: Any, done: Callable[[Any, BaseException | None], None]) -> None:
+        self._stream = stream
+        self._acc = _Accumulator(done)
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for event in self._stream:
+                self._acc.feed(event)
+                yield event
+        except BaseException as exc:
+            self._acc.finish(exc)
+            raise
+        self._acc.finish()
+
+    def __enter__(self) -> _RecordingStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stream.close()
+        self._acc.finish(None if self._acc._snapshot is not None else RuntimeError("stream closed early"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _RecordingAsyncStream:
+    def __init__(self, stream: Any, done: Callable[[Any, BaseException | None], None]) -> None:
+        self._stream = stream
+        self._acc = _Accumulator(done)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        try:
+            async for event in self._stream:
+                self._acc.feed(event)
+                yield event
+        except BaseException as exc:
+            self._acc.finish(exc)
+            raise
+        self._acc.finish()
+
+    async def __aenter__(self) -> _RecordingAsyncStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._stream.close()
+        self._acc.finish(None if self._acc._snapshot is not None else RuntimeError("stream closed early"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _RecordingStreamManager:
+    """Wraps ``Messages.stream(...)``: records the stream's final snapshot when the block exits."""
+
+    def __init__(self, manager: Any, instrumentor: AnthropicInstrumentor, request: dict[str, Any]) -> None:
+        self._manager = manager
+        self._instrumentor = instrumentor
+        self._request = request
+        self._call: LlmCall | None = None
+        self._stream: Any = None
+
+    def __enter__(self) -> Any:
+        self._call = self._instrumentor._begin(self._request)
+        try:
+            with trace.use_span(self._call.span, end_on_exit=False) if self._call else _nullcontext():
+                self._stream = self._manager.__enter__()
+        except BaseException as exc:
+            self._instrumentor._end(self._call, error=exc)
+            raise
+        return self._stream
+
+    def __exit__(self, et: Any, ev: BaseException | None, tb: Any) -> None:
+        try:
+            snapshot = self._stream.current_message_snapshot if ev is None else None
+        except Exception as exc:  # noqa: BLE001 - stream ended before message_start
+            snapshot, ev = None, ev or exc
+        self._instrumentor._end(self._call, snapshot, ev)
+        self._manager.__exit__(et, ev, tb)

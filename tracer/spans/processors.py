@@ -1,0 +1,93 @@
+"""Span processors: losing no step under bursts, and recording a run the moment it starts.
+
+The SDK's BatchSpanProcessor drops spans when its queue is full (a burst of 20,000 spans into a
+DuckDB file lost 72% with the defaults). A scripted agent loop ends thousands of spans a second, so
+for the store we apply back-pressure instead: ``on_end`` waits, bounded, while the exporter is
+more than a queue's worth behind. A wait that times out lets the span through to the SDK, which may
+then drop it; the difference between spans handed over and spans received is counted as dropped.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from ..records import conventions as c
+from .exporter import DuckDBSpanExporter
+from .forking import at_fork
+from ..records.spans import run_start_row
+
+__all__ = ["BackpressureSpanProcessor", "RunStartProcessor", "EXPORT_BATCH"]
+
+
+# An export batch is one segment: a few files, each fsynced, that every live reader scans until
+# they are absorbed, and whose deletion is slow on some disks. Bigger batches mean fewer of them; a
+# slow agent's batches stay small anyway (the processor flushes every 0.5 s).
+EXPORT_BATCH = 8192
+QUEUE = 4 * EXPORT_BATCH
+
+
+class BackpressureSpanProcessor(BatchSpanProcessor):
+    def __init__(
+        self,
+        exporter: DuckDBSpanExporter,
+        *,
+        max_queue_size: int = QUEUE,
+        max_export_batch_size: int = EXPORT_BATCH,
+        schedule_delay_millis: float = 500,
+        max_wait_seconds: float = 10.0,
+    ) -> None:
+        super().__init__(
+            exporter,
+            max_queue_size=max_queue_size,
+            max_export_batch_size=max_export_batch_size,
+            schedule_delay_millis=schedule_delay_millis,
+        )
+        self._exporter = exporter
+        self._high_water = max_queue_size - max_export_batch_size
+        self._max_wait = max_wait_seconds
+        self._handed = 0
+        at_fork(self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._handed = 0  # the exporter's counters restart at zero in the child too
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if not span.context or not span.context.trace_flags.sampled:
+            return
+        progress = self._exporter.progress
+        with progress:  # the exporter's own lock for its count: one lock per span, not two
+            if self._handed - self._exporter.spans_received >= self._high_water:
+                progress.wait_for(
+                    lambda: self._handed - self._exporter.spans_received < self._high_water, self._max_wait
+                )
+            self._handed += 1
+        super().on_end(span)
+
+    def shutdown(self) -> None:
+        self._batch_processor.shutdown()
+        self._exporter.spans_dropped = max(0, self._handed - self._exporter.spans_received)
+        # The exporter was shut down by the SDK before it knew of the drops: report them now.
+        if self._exporter.spans_dropped:
+            self._exporter.write_rows({"writer_stats": [self._exporter.stats_row()]})
+
+
+class RunStartProcessor(SpanProcessor):
+    """Writes a run's start record when its invoke_agent span starts, so a run whose process is
+    killed still shows up (as ``incomplete``) with its agent, task and model."""
+
+    def __init__(self, exporter: DuckDBSpanExporter) -> None:
+        self._exporter = exporter
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if not span.name.startswith(c.OP_INVOKE_AGENT):  # every span starts here: the cheap test first
+            return
+        attrs = span.attributes or {}
+        if attrs.get(c.GEN_AI_OPERATION) != c.OP_INVOKE_AGENT or attrs.get(c.RUN_ID) is None:
+            return
+        ctx = span.get_span_context()
+        row = run_start_row(
+            attrs, trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}", start_ns=span.start_time
+        )
+        self._exporter.write_rows({"run_records": [row]})

@@ -1,0 +1,136 @@
+"""``Tracing``: one TracerProvider wired to the store (and optionally an OTLP endpoint).
+
+The store gets the SDK's batch processor with back-pressure (no silent drops) plus a processor that
+records runs as they start; an OTLP endpoint gets the SDK's BatchSpanProcessor, whose bounded queue
+drops rather than slowing the agent when the endpoint is slow or dead, counting per run what it
+loses into ``export_drops`` (``tracer/export/otlp.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from .exporter import DuckDBSpanExporter
+from .manual import Run
+from .processors import BackpressureSpanProcessor, RunStartProcessor
+from .forking import at_fork
+from ..sink.redact import Redactor
+from ..store import DEFAULT_DB, Store
+
+__all__ = ["Tracing"]
+
+log = logging.getLogger("looptrace")
+
+
+
+def _otlp_endpoint_from_env() -> str | None:
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _capture_content_from_env() -> bool:
+    """Message content is recorded unless the GenAI conventions' switch says otherwise: replay needs it."""
+    value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").strip().lower()
+    return value not in ("false", "0", "no", "off")
+
+
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit`` so runs end as ``interrupted`` and buffered spans are flushed
+    by the SDK's exit handler. Only when nobody else handles SIGTERM and only from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError):  # not the main interpreter, or no signals here
+        pass
+
+
+class Tracing:
+    """Set up tracing into a store. Use ``run()`` to trace an agent run; ``shutdown()`` at the end
+    (also done at interpreter exit by the SDK)."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = DEFAULT_DB,
+        *,
+        otlp_endpoint: str | None = None,
+        service_name: str = "looptrace",
+        capture_content: bool | None = None,
+        redactor: Redactor | None = None,
+        set_global: bool = False,
+        handle_sigterm: bool = True,
+        durable: bool = True,
+        schedule_delay_millis: float = 500,
+    ) -> None:
+        self.db = os.fspath(db) if db is not None else None
+        self.capture_content = _capture_content_from_env() if capture_content is None else capture_content
+        self.redactor = redactor if redactor is not None else Redactor()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.exporter: DuckDBSpanExporter | None = None
+        if self.db is not None:
+            self.exporter = DuckDBSpanExporter(self.db, durable=durable, redactor=self.redactor)
+            self.provider.add_span_processor(RunStartProcessor(self.exporter))
+            self.provider.add_span_processor(
+                BackpressureSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_millis)
+            )
+        endpoint = otlp_endpoint or _otlp_endpoint_from_env()
+        if endpoint:
+            from .otlp import otlp_processor
+
+            self.provider.add_span_processor(otlp_processor(endpoint, store=self.exporter, redactor=self.redactor))
+        if set_global:
+            trace.set_tracer_provider(self.provider)
+        self.tracer = self.provider.get_tracer("looptrace")
+        self._closed = False
+        if handle_sigterm:
+            _exit_on_sigterm()
+        at_fork(self._after_fork)
+
+    def _after_fork(self) -> None:
+        # multiprocessing children leave through os._exit, skipping atexit: flush through
+        # multiprocessing's own exit hooks, which its children run before they go.
+        if not self._closed:
+            import multiprocessing.util
+
+            multiprocessing.util.Finalize(None, self.flush, exitpriority=100)
+
+    def run(self, agent: str, **kwargs: Any) -> Run:
+        """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""
+        kwargs.setdefault("capture_content", self.capture_content)
+        return Run(self.tracer, agent, **kwargs)
+
+    def flush(self) -> bool:
+        return self.provider.force_flush()
+
+    def shutdown(self, *, compact: bool = True) -> None:
+        """Flush and close; then, if the store is free, absorb this process's segments into it."""
+        if self._closed:
+            return
+        self._closed = True
+        self.provider.shutdown()
+        if compact and self.db is not None and not (self.exporter and self.exporter.write_errors):
+            # After write errors the disk is likely still failing: leave the segments to a later reader.
+            try:
+                Store(self.db).try_compact()
+            except Exception as exc:  # noqa: BLE001 - the segments stay; a later reader absorbs them
+                log.warning("looptrace: could not compact %s: %s", self.db, exc)
+
+    def __enter__(self) -> Tracing:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.shutdown()

@@ -4,3 +4,5 @@ Both end in the sink (``tracer/sink``), the same as looptrace's own spans.
 """
 
 from __future__ import annotations
+
+__all__ = ["files", "otlp"]  # the two subpackages; each has its own public API

@@ -29,7 +29,7 @@ __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_p
 BATCH_FILES = 50
 
 NOT_A_TRAJECTORY = "not a trajectory file"
-PRESENT_RUNS = "SELECT run_id FROM run_records WHERE source IN (SELECT unnest(?::VARCHAR[]))"
+PRESENT_RUNS = "SELECT DISTINCT run_id FROM run_records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
 STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
@@ -89,21 +89,21 @@ def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | st
 class _Writer:
     """Writes parsed files in batches and keeps the counts exact.
 
-    The runs already stored are looked up once (by source, at the first write: a store is never
-    created for files that all fail), so importing a file twice adds nothing.
+    Before each batch is written, which of its runs are already stored is looked up by run id (a
+    hash of the content, so the same content under another path is found too); a store is never
+    created for files that all fail. Importing the same content twice adds nothing.
     """
 
-    def __init__(self, store: Store, report: ImportReport, sources: list[str], sink: Sink) -> None:
-        self.store, self.report, self.sources, self.sink = store, report, sources, sink
+    def __init__(self, store: Store, report: ImportReport, sink: Sink) -> None:
+        self.store, self.report, self.sink = store, report, sink
         self.batch: list[tuple[Path, list[Trajectory]]] = []
-        self._present: set[str] | None = None
+        self.present: set[str] = set()
 
-    @property
-    def present(self) -> set[str]:
-        if self._present is None:
-            with self.store.writer() as conn:
-                self._present = {r[0] for r in conn.execute(PRESENT_RUNS, [self.sources]).fetchall()}
-        return self._present
+    def _look_up(self, runs: list[Trajectory]) -> None:
+        ids = sorted({t.run_id for t in runs} - self.present)
+        if ids and (self.store.path.exists() or self.store.segments_dir.exists()):
+            with self.store.reader(locked_down=False) as conn:
+                self.present.update(r[0] for r in conn.execute(PRESENT_RUNS, [ids]).fetchall())
 
     def add(self, path: Path, runs: list[Trajectory]) -> None:
         self.batch.append((path, runs))
@@ -115,6 +115,7 @@ class _Writer:
         if not batch:
             return
         runs = [t for _, ts in batch for t in ts]
+        self._look_up(runs)
         if not any(t.run_id not in self.present for t in runs):
             self.report.runs_present += len(runs)
             return
@@ -194,7 +195,7 @@ def import_paths(
     """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
     files, missing = collect_files(paths)
     report = ImportReport(files_seen=len(files), skipped=list(missing))
-    writer = _Writer(store, report, [str(f) for f in files if is_candidate(f)], sink or Sink(store.path))
+    writer = _Writer(store, report, sink or Sink(store.path))
     for done, path in enumerate(files, 1):
         parsed = _parse(path)
         if isinstance(parsed, str):

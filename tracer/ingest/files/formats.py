@@ -9,21 +9,27 @@ runs to the sink.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-from collections.abc import Callable
+import itertools
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from . import claude_code, generic_chat, inspect_log, minisweagent, openai_chat, openhands, sweagent
-from .detect import FORMATS, detect, is_candidate, loads, read_document, read_text
+from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
 from .registry import plugins
 from .trajectory import Trajectory
 
 __all__ = [
     "DESCRIPTIONS", "FORMATS", "PARSERS", "TrajectoryFormatError", "detect", "detect_lines", "is_candidate",
-    "parse_file", "read_document", "read_lines",
+    "parse_file", "read_document", "read_lines", "stream_file",
 ]
+
+JSONL = (".jsonl", ".jsonl.gz")
+STREAM_CHUNK = 500  # runs of a JSONL file handed to the sink at a time: bounded memory for any size
 
 PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     "swe-agent": sweagent.parse,
@@ -49,18 +55,33 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def read_lines(path: Path) -> list[Any]:
-    """The parsed lines of a JSONL file (blank lines skipped), or the first bad line as the reason."""
-    entries = []
-    for n, line in enumerate(read_text(path).splitlines(), 1):
-        if line.strip():
-            try:
-                entries.append(loads(line))
-            except TrajectoryFormatError as exc:
-                raise TrajectoryFormatError(f"line {n}: {exc}") from exc
-    if not entries:
+def iter_lines(path: Path) -> Iterator[Any]:
+    """The parsed lines of a JSONL file (blank lines skipped), read one at a time, never the whole
+    file; a bad line raises its number and the reason."""
+    try:
+        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as f:
+            seen = False
+            for n, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                    yield loads(text)
+                except UnicodeDecodeError as exc:
+                    raise TrajectoryFormatError(f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from exc
+                except TrajectoryFormatError as exc:
+                    raise TrajectoryFormatError(f"line {n}: {exc}") from exc
+                seen = True
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise TrajectoryFormatError(f"not a readable gzip file ({exc})") from exc
+    except OSError as exc:
+        raise TrajectoryFormatError(f"cannot read the file ({exc.strerror or exc})") from exc
+    if not seen:
         raise TrajectoryFormatError("empty file")
-    return entries
+
+
+def read_lines(path: Path) -> list[Any]:
+    return list(iter_lines(path))
 
 
 def detect_lines(path: Path, entries: list[Any]) -> str:
@@ -75,8 +96,7 @@ def detect_lines(path: Path, entries: list[Any]) -> str:
     return formats.pop()
 
 
-def _per_line(fmt: str, entries: list[Any], path: Path) -> list[Trajectory]:
-    runs = []
+def _per_line(fmt: str, entries: Iterable[Any], path: Path) -> Iterator[Trajectory]:
     for n, entry in enumerate(entries, 1):
         try:
             found = PARSERS[fmt](entry, path)
@@ -84,8 +104,16 @@ def _per_line(fmt: str, entries: list[Any], path: Path) -> list[Trajectory]:
             raise TrajectoryFormatError(f"line {n}: {exc}") from exc
         for t in found:
             t.key = f"{n}/{t.key}" if t.key else str(n)
-        runs.extend(found)
-    return runs
+            yield t
+
+
+def _jsonl(path: Path) -> tuple[str, Iterator[Trajectory]]:
+    lines = iter_lines(path)
+    head = list(itertools.islice(lines, 20))
+    fmt = detect_lines(path, head)
+    if fmt == "claude-code":
+        return fmt, iter(claude_code.parse_entries(itertools.chain(head, lines), path))
+    return fmt, _per_line(fmt, itertools.chain(head, lines), path)
 
 
 def _digest(path: Path) -> str:
@@ -97,12 +125,9 @@ def _parse(path: Path) -> tuple[str, list[Trajectory]]:
     name = path.name.lower()
     if name.endswith(".eval"):
         return "inspect-ai", inspect_log.read_eval(path)
-    if name.endswith((".jsonl", ".jsonl.gz")):
-        entries = read_lines(path)
-        fmt = detect_lines(path, entries)
-        if fmt == "claude-code":
-            return fmt, claude_code.parse_entries(entries, path)
-        return fmt, _per_line(fmt, entries, path)
+    if name.endswith(JSONL):
+        fmt, runs = _jsonl(path)
+        return fmt, list(runs)
     data = read_document(path)
     try:
         fmt = detect(path, data)
@@ -127,3 +152,30 @@ def parse_file(path: Path) -> tuple[str, list[Trajectory]]:
         for t in runs:
             t.origin = t.origin or digest
     return fmt, runs
+
+
+def stream_file(path: Path, chunk: int = STREAM_CHUNK) -> tuple[str, Iterator[list[Trajectory]]]:
+    """(format, runs ``chunk`` at a time): ``parse_file`` for most files, but a JSONL file of one run
+    a line is read twice, never whole: once to check that every line is a run (so a bad line anywhere
+    rejects the file before anything is written), then again, yielding its runs in chunks."""
+    if not path.name.lower().endswith(JSONL):
+        fmt, runs = parse_file(path)
+        return fmt, iter([runs])
+    fmt, checked = _jsonl(path)
+    if fmt == "claude-code":  # one session: parsed whole
+        runs = list(checked)
+        digest = _digest(path)
+        for t in runs:
+            t.origin = t.origin or digest
+        return fmt, iter([runs])
+    for _ in checked:  # the first pass: the runs are dropped as they come
+        pass
+    return fmt, _chunks(path, _digest(path), chunk)
+
+
+def _chunks(path: Path, digest: str, chunk: int) -> Iterator[list[Trajectory]]:
+    runs = _jsonl(path)[1]
+    while batch := list(itertools.islice(runs, chunk)):
+        for t in batch:
+            t.origin = t.origin or digest
+        yield batch

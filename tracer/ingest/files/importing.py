@@ -1,7 +1,9 @@
 """Importing files and folders of trajectories into a store.
 
 Every file is parsed whole into ``Trajectory`` values before anything is written, so a damaged file
-is skipped with a reason and never half-imported. Parsed files are handed to the sink (which redacts
+is skipped with a reason and never half-imported. A JSONL file of one run a line (of any size) is
+instead checked whole line by line first, then read again and written ``STREAM_CHUNK`` runs at a
+time (``formats.stream_file``), so memory stays bounded. Parsed files are handed to the sink (which redacts
 them) ``BATCH_FILES`` at a time, each batch one segment, seen whole or not at all; when a batch
 fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
 (``StoreError``) stops an import. OTLP JSON files hold spans rather than trajectories: each is mapped
@@ -11,7 +13,7 @@ and written at once as one segment, as ``looptrace collect`` writes (``otlp_json
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from typing import Any
 from ...sink import Sink
 from ...store import Store, StoreError
 from . import otlp_json
-from .formats import TrajectoryFormatError, is_candidate, parse_file
+from .formats import TrajectoryFormatError, is_candidate, stream_file
 from .trajectory import Trajectory, trajectory_rows
 
 __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths", "write_trajectories"]
@@ -71,13 +73,13 @@ def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
     return list(files), missing
 
 
-def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | str:
-    """(format, runs or an OTLP file's spans), or the reason the file is skipped."""
+def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.OtlpFile] | str:
+    """(format, runs in chunks or an OTLP file's spans), or the reason the file is skipped."""
     is_otlp = otlp_json.sniff(path)
     if not is_otlp and not is_candidate(path):
         return NOT_A_TRAJECTORY
     try:
-        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else parse_file(path)
+        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else stream_file(path)
     except TrajectoryFormatError as exc:
         return str(exc)
     except RecursionError:
@@ -173,6 +175,23 @@ def _rows(trajectories: Iterable[Trajectory]) -> dict[str, list[dict[str, Any]]]
     return tables
 
 
+def _add_runs(writer: _Writer, path: Path, fmt: str, chunks: Iterator[list[Trajectory]]) -> None:
+    """A parsed file's runs to the writer; a streamed file's chunks are written as they come."""
+    report = writer.report
+    try:
+        for i, runs in enumerate(chunks):
+            if i == 1:
+                writer.flush()
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(runs)
+            writer.add(path, runs)
+            if i >= 1:
+                writer.flush()
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - checked whole before, so only a file changed under us gets here
+        report.skipped.append((str(path), f"changed while it was imported, the rest of it skipped ({exc})"))
+
+
 def write_trajectories(store: Store, trajectories: Sequence[Trajectory], sink: Sink | None = None) -> tuple[int, int]:
     """Hand each trajectory not already in ``store`` to the sink, all in one segment; return
     (runs written, runs already present)."""
@@ -203,9 +222,7 @@ def import_paths(
         elif isinstance(found := parsed[1], otlp_json.OtlpFile):
             writer.add_spans(path, found)
         else:
-            fmt = parsed[0]
-            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(found)
-            writer.add(path, found)
+            _add_runs(writer, path, parsed[0], found)
         if progress is not None and done < len(files):
             progress(done, len(files), report)
     writer.flush()

@@ -30,8 +30,9 @@ _INTERRUPTED = "[Request interrupted by user"
 def is_transcript(entries: list[Any]) -> bool:
     """Lines that look like Claude Code entries: typed, and user/assistant ones carrying a message."""
     head = [e for e in entries[:20] if isinstance(e, dict)]
-    return bool(head) and len(head) == len(entries[:20]) and all(e.get("type") in _ENTRY_TYPES for e in head) and any(
-        isinstance(e.get("message"), dict) and ("sessionId" in e or "uuid" in e) for e in head)
+    typed = bool(head) and len(head) == len(entries[:20]) and all(e.get("type") in _ENTRY_TYPES for e in head)
+    return typed and any(isinstance(e.get("message"), dict) and ("sessionId" in e or "uuid" in e)
+                         for e in head)
 
 
 class _Run:
@@ -62,9 +63,10 @@ class _Run:
             inputs, read = whole(usage.get("input_tokens")), whole(usage.get("cache_read_input_tokens"))
             created = whole(usage.get("cache_creation_input_tokens"))
             self.calls.append(ImportedLLMCall(
-                step=step, model=self.model, input_tokens=inputs, output_tokens=whole(usage.get("output_tokens")),
+                step=step, model=self.model, input_tokens=inputs,
+                output_tokens=whole(usage.get("output_tokens")),
                 cache_read_tokens=read, cache_creation_tokens=created, started_at=when, ended_at=when,
-                stop_reason=message.get("stop_reason") if isinstance(message.get("stop_reason"), str) else None,
+                stop_reason=_str(message.get("stop_reason")),
             ))
         call = self.calls[step - 1]
         if isinstance(message.get("stop_reason"), str):
@@ -84,7 +86,8 @@ class _Run:
             elif block.get("type") == "tool_use":
                 self._tool(step, mine, block, when, call)
 
-    def _thought(self, step: int, mine: list[ImportedStep], text: str, when: Any, call: ImportedLLMCall) -> None:
+    def _thought(self, step: int, mine: list[ImportedStep], text: str, when: Any,
+                 call: ImportedLLMCall) -> None:
         if mine:
             mine[0].thought = "\n".join(t for t in (mine[0].thought, text) if t)
             return
@@ -99,8 +102,9 @@ class _Run:
             s = mine[0]
             s.tool, s.args, s.tool_call_id = name, block.get("input"), tid
         else:
-            s = ImportedStep(step=step, tool=name, args=block.get("input"), tool_call_id=tid, call_index=len(mine),
-                             started_at=when, ended_at=when, context_tokens=None if mine else _context(call))
+            s = ImportedStep(step=step, tool=name, args=block.get("input"), tool_call_id=tid,
+                             call_index=len(mine), started_at=when, ended_at=when,
+                             context_tokens=None if mine else _context(call))
             self.steps.append(s)
         if tid:
             self.pending[tid] = s
@@ -139,6 +143,10 @@ class _Run:
         return "incomplete", None
 
 
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _context(call: ImportedLLMCall) -> int | None:
     parts = (call.input_tokens, call.cache_read_tokens, call.cache_creation_tokens)
     return None if call.input_tokens is None else sum(p or 0 for p in parts)
@@ -173,6 +181,7 @@ def parse_entries(entries: list[Any], path: Path) -> list[Trajectory]:
             parent_key="" if key and "" in runs else None,
             input_tokens=sum(_context(c) or 0 for c in usage) if usage else None,
             output_tokens=sum(c.output_tokens or 0 for c in usage) if usage else None,
-            started_at=min(run.times, default=None), ended_at=max(run.times, default=None), attributes=attributes,
+            started_at=min(run.times, default=None), ended_at=max(run.times, default=None),
+            attributes=attributes,
         ))
     return out

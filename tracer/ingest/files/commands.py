@@ -28,8 +28,9 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                                TimeRemainingColumn(), console=Console(file=out), transient=False)
+            self.bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.description}"), TimeRemainingColumn(),
+                                console=Console(file=out))
 
     def __call__(self, done: int, total: int, report: ImportReport) -> None:
         line = (f"{report.runs_imported} runs new, {report.runs_present} present, "
@@ -101,7 +102,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"looptrace import runs/ more.traj.gz --db {DEFAULT_DB}",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="a file or a folder (searched recursively)")
-    p.add_argument("--formats", action="store_true", help="list the formats it reads (plug-ins included) and exit")
+    p.add_argument("--formats", action="store_true",
+                   help="list the formats it reads (plug-ins included) and exit")
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
     p.set_defaults(func=_import)
 

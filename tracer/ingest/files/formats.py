@@ -44,12 +44,12 @@ PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
 DESCRIPTIONS: dict[str, str] = {
     "swe-agent": "SWE-agent 0.x/1.x trajectories (.traj, .traj.gz)",
     "mini-swe-agent": "mini-swe-agent 1.x (bash blocks) and 2.x (tool calls) trajectories (.traj.json)",
-    "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare message "
-                   "lists (JSON, JSONL one run per line, or Python literals)",
+    "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare "
+                   "message lists (JSON, JSONL one run per line, or Python literals)",
     "chat": "plain chat transcripts without tool calls",
     "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
-    "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, [action, observation] "
-                 "pairs)",
+    "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
+                 "[action, observation] pairs)",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
 }
@@ -68,7 +68,8 @@ def iter_lines(path: Path) -> Iterator[Any]:
                     text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
                     yield loads(text)
                 except UnicodeDecodeError as exc:
-                    raise TrajectoryFormatError(f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from exc
+                    reason = f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                    raise TrajectoryFormatError(reason) from exc
                 except TrajectoryFormatError as exc:
                     raise TrajectoryFormatError(f"line {n}: {exc}") from exc
                 seen = True
@@ -92,7 +93,8 @@ def detect_lines(path: Path, entries: list[Any]) -> str:
     for entry in entries[:20]:
         formats.add(detect(path, entry))
     if len(formats) != 1:
-        raise TrajectoryFormatError(f"unknown format (lines of several formats: {', '.join(sorted(formats))})")
+        several = ", ".join(sorted(formats))
+        raise TrajectoryFormatError(f"unknown format (lines of several formats: {several})")
     return formats.pop()
 
 

@@ -54,6 +54,10 @@ def _resolver(attachments: dict[str, Any]) -> Any:
     return resolve
 
 
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _scorer_spans(events: list[Any]) -> set[str]:
     spans: set[str] = set()
     for e in events:
@@ -83,7 +87,8 @@ def _model_event(e: dict[str, Any], n: int, steps: list[ImportedStep], calls: li
     calls.append(ImportedLLMCall(
         step=n, model=e.get("model") if isinstance(e.get("model"), str) else None, input_tokens=inputs,
         output_tokens=whole(usage.get("output_tokens")), cache_read_tokens=read,
-        cache_creation_tokens=whole(usage.get("input_tokens_cache_write")), cost_usd=number(usage.get("total_cost")),
+        cache_creation_tokens=whole(usage.get("input_tokens_cache_write")),
+        cost_usd=number(usage.get("total_cost")),
         stop_reason=first.get("stop_reason") if isinstance(first.get("stop_reason"), str) else None,
         error=error if isinstance(error, str) else None, started_at=started, ended_at=ended,
     ))
@@ -95,11 +100,11 @@ def _model_event(e: dict[str, Any], n: int, steps: list[ImportedStep], calls: li
                                   ended_at=ended))
     for k, c in enumerate(tool_calls):
         step = ImportedStep(
-            step=n, thought=thought if k == 0 else None, tool=c.get("function") if isinstance(c.get("function"), str)
-            else None, args=c.get("arguments"), call_index=k, context_tokens=context if k == 0 else None,
+            step=n, thought=thought if k == 0 else None, tool=_str(c.get("function")),
+            args=c.get("arguments"), call_index=k, context_tokens=context if k == 0 else None,
             input_tokens=inputs if k == 0 else None,
             output_tokens=whole(usage.get("output_tokens")) if k == 0 else None,
-            tool_call_id=c.get("id") if isinstance(c.get("id"), str) else None, started_at=started, ended_at=ended,
+            tool_call_id=_str(c.get("id")), started_at=started, ended_at=ended,
         )
         if isinstance(c.get("parse_error"), str):
             step.is_error, step.error_type = True, "invalid_arguments"
@@ -108,11 +113,12 @@ def _model_event(e: dict[str, Any], n: int, steps: list[ImportedStep], calls: li
             pending[step.tool_call_id] = step
 
 
-def _tool_event(e: dict[str, Any], n: int, steps: list[ImportedStep], pending: dict[str, ImportedStep]) -> None:
+def _tool_event(e: dict[str, Any], n: int, steps: list[ImportedStep],
+                pending: dict[str, ImportedStep]) -> None:
     call = pending.pop(str(e.get("id")), None)
     if call is None:  # a tool the solver ran itself, not asked for by a model event
-        call = ImportedStep(step=max(n, 1), tool=e.get("function") if isinstance(e.get("function"), str) else None,
-                            args=e.get("arguments"), call_index=sum(1 for s in steps if s.step == max(n, 1)))
+        call = ImportedStep(step=max(n, 1), tool=_str(e.get("function")), args=e.get("arguments"),
+                            call_index=sum(1 for s in steps if s.step == max(n, 1)))
         steps.append(call)
     call.observation = content_text(e.get("result")) if e.get("result") is not None else None
     call.started_at, call.ended_at = iso_time(e.get("timestamp")), iso_time(e.get("completed"))
@@ -156,7 +162,8 @@ def _status(sample: dict[str, Any], limit: dict[str, Any] | None) -> tuple[str, 
     if limit is not None:
         kind = str(limit.get("type"))
         return LIMIT_STATUS.get(kind, "error"), str(limit.get("message") or f"{kind} limit reached")
-    if sample.get("completed") is False or (sample.get("completed_at") is None and sample.get("total_time") is None):
+    unfinished = sample.get("completed_at") is None and sample.get("total_time") is None
+    if sample.get("completed") is False or unfinished:
         return "incomplete", None
     return "ok", None
 
@@ -172,12 +179,14 @@ def sample_run(sample: dict[str, Any], spec: dict[str, Any], path: Path) -> Traj
                  "message": sample_limit.get("reason") or sample_limit.get("message")}
     status, error = _status(sample, limit)
     raw_input = sample.get("input")
-    task = raw_input if isinstance(raw_input, str) else first_user_text(raw_input) if isinstance(raw_input, list) else None
+    task = raw_input if isinstance(raw_input, str) else (
+        first_user_text(raw_input) if isinstance(raw_input, list) else None)
     output = as_dict(sample.get("output"), "'output'")
     scores = {name: s.get("value") for name, s in as_dict(sample.get("scores"), "'scores'").items()
               if isinstance(s, dict)}
     attributes: dict[str, Any] = {
-        "format": FORMAT, "eval_id": spec.get("eval_id"), "eval_run_id": spec.get("run_id"), "task": spec.get("task"),
+        "format": FORMAT, "eval_id": spec.get("eval_id"), "eval_run_id": spec.get("run_id"),
+        "task": spec.get("task"),
         "sample_id": sample.get("id"), "epoch": sample.get("epoch"),
     }
     for name, value in (("scores", scores), ("metadata", sample.get("metadata")), ("limit", limit),
@@ -185,17 +194,19 @@ def sample_run(sample: dict[str, Any], spec: dict[str, Any], path: Path) -> Traj
         if value:
             attributes[name] = value
     uuid = sample.get("uuid")
+    fallback = f"{spec.get('eval_id')}/{sample.get('id')}/{sample.get('epoch')}"
     usage = [c for c in calls if c.input_tokens is not None or c.output_tokens is not None]
     model = spec.get("model")
     return Trajectory(
         source=str(path), agent=AGENT, status=status, steps=steps, task=clip(task),
         model=model if isinstance(model, str) else None,
         answer=output.get("completion") or None if isinstance(output.get("completion"), str) else None,
-        error=error, started_at=iso_time(sample.get("started_at")), ended_at=iso_time(sample.get("completed_at")),
+        error=error, started_at=iso_time(sample.get("started_at")),
+        ended_at=iso_time(sample.get("completed_at")),
         input_tokens=sum(c.input_tokens or 0 for c in usage) if usage else None,
         output_tokens=sum(c.output_tokens or 0 for c in usage) if usage else None,
         attributes={k: v for k, v in attributes.items() if v is not None}, llm_calls=calls,
-        key=str(uuid) if isinstance(uuid, str) else f"{spec.get('eval_id')}/{sample.get('id')}/{sample.get('epoch')}",
+        key=uuid if isinstance(uuid, str) else fallback,
         origin="inspect-ai" if isinstance(uuid, str) else "",
     )
 
@@ -207,7 +218,8 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
     samples = d.get("samples")
     if samples is None:  # a log written with no samples (an eval that failed before any ran)
         raise TrajectoryFormatError(f"an Inspect log with no samples (eval status {d.get('status')!r})")
-    return [sample_run(as_dict(s, f"samples[{i}]"), spec, path) for i, s in enumerate(as_list(samples, "'samples'"))]
+    samples = as_list(samples, "'samples'")
+    return [sample_run(as_dict(s, f"samples[{i}]"), spec, path) for i, s in enumerate(samples)]
 
 
 def _member_json(archive: Any, name: str) -> Any:

@@ -128,11 +128,13 @@ def _tool_step(n: int, k: int, call: Any, thought: str | None, results: dict[str
                         ended_at=epoch_time(_extra(result).get("timestamp")) if result else None)
     command = args.get("command") if isinstance(args, dict) else None
     if fn.get("name") != "bash" or bad or not isinstance(command, str):
-        step.tool, step.args, step.is_error = fn.get("name") if isinstance(fn.get("name"), str) else None, args, True
+        name = fn.get("name")
+        step.tool, step.args, step.is_error = name if isinstance(name, str) else None, args, True
         step.error_type = bad or ("tool_not_found" if fn.get("name") != "bash" else "invalid_arguments")
         return step
     shell = classify_command(command, observation)
-    step.tool, step.args, step.is_error, step.error_type = shell.tool, shell.args, shell.is_error, shell.error_type
+    step.tool, step.args = shell.tool, shell.args
+    step.is_error, step.error_type = shell.is_error, shell.error_type
     return step
 
 
@@ -159,13 +161,16 @@ def _tool_steps(messages: list[Any]) -> tuple[list[ImportedStep], list[datetime]
         calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
         if not calls:  # answered by format-error feedback
             nxt = messages[i + 1] if i + 1 < len(messages) else None
-            steps.append(ImportedStep(step=n, thought=thought, is_error=True, error_type="unparseable",
-                                      observation=content_text(nxt.get("content")) if isinstance(nxt, dict)
-                                      and nxt.get("role") == "user" else None, started_at=when, ended_at=when))
+            feedback = nxt if isinstance(nxt, dict) and nxt.get("role") == "user" else None
+            steps.append(ImportedStep(
+                step=n, thought=thought, is_error=True, error_type="unparseable", started_at=when,
+                ended_at=when,
+                observation=content_text(feedback.get("content")) if feedback is not None else None))
         for k, call in enumerate(calls):
             steps.append(_tool_step(n, k, call, thought, results, when))
         first = next(s for s in steps if s.step == n)
-        first.context_tokens, first.input_tokens, first.output_tokens = context, prompt_tokens, completion_tokens
+        first.context_tokens = context
+        first.input_tokens, first.output_tokens = prompt_tokens, completion_tokens
         chars += message_chars(m)
     return steps, times
 
@@ -186,7 +191,8 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
     stats = as_dict(info.get("model_stats"), "'info.model_stats'")
     config = as_dict(info.get("config"), "'info.config'")
     model_config = as_dict(config.get("model"), "'info.config.model'")
-    exit_message = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "exit"), None)
+    exits = [m for m in messages if isinstance(m, dict) and m.get("role") == "exit"]
+    exit_message = exits[-1] if exits else None
     exit_status = info.get("exit_status") or _extra(exit_message).get("exit_status")
     status, error = mini_status(exit_status)
     if _is_toolcalling(messages):

@@ -28,8 +28,9 @@ _NOT_STEPS = frozenset({"change_agent_state", "system", "recall", "null"})
 _NOISE_ARGS = frozenset({"thought", "confirmation_state", "security_risk", "is_confirmed", "hidden",
                          "wait_for_response", "image_urls", "file_urls"})
 # Words in an error reason -> the run status they mean (checked in order).
-_REASONS = (("maximum iteration", "max_iters"), ("max_iterations", "max_iters"), ("budget", "budget_exceeded"),
-            ("stuck", "stagnated"), ("loop", "stagnated"), ("context window", "context_overflow"))
+_REASONS = (("maximum iteration", "max_iters"), ("max_iterations", "max_iters"),
+            ("budget", "budget_exceeded"), ("stuck", "stagnated"), ("loop", "stagnated"),
+            ("context window", "context_overflow"))
 
 
 def _is_event(value: Any) -> bool:
@@ -63,7 +64,9 @@ def end_status(state: str | None, reason: str, finished: bool) -> tuple[str, str
         for word, status in _REASONS:
             if word in low:
                 return status, reason
-        return ("interrupted" if state == "stopped" and not reason else "error"), reason or f"agent state {state!r}"
+        if state == "stopped" and not reason:
+            return "interrupted", f"agent state {state!r}"
+        return "error", reason or f"agent state {state!r}"
     return "incomplete", None
 
 
@@ -93,7 +96,8 @@ def _call(e: dict[str, Any], n: int, k: int) -> ImportedStep:
         return ImportedStep(step=n, thought=content_text(args.get("content")) or thought, call_index=k,
                             started_at=when, ended_at=when)
     return ImportedStep(
-        step=n, thought=thought if k == 0 else None, tool=str(name), call_index=k, started_at=when, ended_at=when,
+        step=n, thought=thought if k == 0 else None, tool=str(name), call_index=k, started_at=when,
+        ended_at=when,
         args={key: v for key, v in args.items() if key not in _NOISE_ARGS},
         tool_call_id=meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None,
     )

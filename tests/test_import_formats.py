@@ -212,6 +212,17 @@ def test_openhands_evaluation_output_jsonl(tmp_path: Path) -> None:
     assert runs[0].model == "anthropic/claude-3-5-sonnet" and runs[0].cost_usd == 0.5 and runs[0].task == "Issue 1"
 
 
+def test_openhands_action_observation_pairs(tmp_path: Path) -> None:
+    """The older history layout: a list of ``[action, observation]`` pairs."""
+    events = oh_events([])
+    pairs = [[events[2], events[3]], [events[4], events[6]], [events[5], events[7]]]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"instance_id": "x", "history": pairs}))
+    fmt, (run,) = parse_file(path)
+    assert fmt == "openhands" and [(s.tool, s.observation) for s in run.steps] == [
+        ("execute_bash", "1 failed"), ("str_replace_editor", "a = 1"), ("str_replace_editor", "File not found: /w/b.py")]
+
+
 # -- bare message lists --------------------------------------------------------------------------------
 
 

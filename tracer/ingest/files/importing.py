@@ -31,7 +31,7 @@ __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_p
 BATCH_FILES = 50
 
 NOT_A_TRAJECTORY = "not a trajectory file"
-PRESENT_RUNS = "SELECT DISTINCT run_id FROM run_records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
+PRESENT_RUNS = "SELECT DISTINCT run_id FROM run_records"
 STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
@@ -91,21 +91,26 @@ def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.Otlp
 class _Writer:
     """Writes parsed files in batches and keeps the counts exact.
 
-    Before each batch is written, which of its runs are already stored is looked up by run id (a
-    hash of the content, so the same content under another path is found too); a store is never
-    created for files that all fail. Importing the same content twice adds nothing.
+    The runs already stored are looked up once, by run id (a hash of the content, so the same
+    content under another path is found too), at the first write: a store is never created for
+    files that all fail. Importing the same content twice adds nothing.
     """
 
     def __init__(self, store: Store, report: ImportReport, sink: Sink) -> None:
         self.store, self.report, self.sink = store, report, sink
         self.batch: list[tuple[Path, list[Trajectory]]] = []
         self.present: set[str] = set()
+        self._loaded = False
 
     def _look_up(self, runs: list[Trajectory]) -> None:
-        ids = sorted({t.run_id for t in runs} - self.present)
-        if ids and (self.store.path.exists() or self.store.segments_dir.exists()):
+        # Once per import: every stored run id (a few MB for 100k runs), then our own writes are
+        # added as they go. One reader session, not one per batch: opening one absorbs segments.
+        if self._loaded or not runs:
+            return
+        self._loaded = True
+        if self.store.path.exists() or self.store.segments_dir.exists():
             with self.store.reader(locked_down=False) as conn:
-                self.present.update(r[0] for r in conn.execute(PRESENT_RUNS, [ids]).fetchall())
+                self.present.update(r[0] for r in conn.execute(PRESENT_RUNS).fetchall())
 
     def add(self, path: Path, runs: list[Trajectory]) -> None:
         self.batch.append((path, runs))

@@ -35,7 +35,7 @@ def bad_and_good(folder: Path) -> dict[str, str]:
         z.writestr("data.csv", "a,b\n")
     (folder / "junk.json").write_bytes(bytes(range(256)) * 8)
     (folder / "junk.eval").write_bytes(os.urandom(512))
-    return {"truncated.json": "invalid JSON", "truncated.jsonl": "line 12", "other.eval": "not an Inspect log",
+    return {"truncated.json": "invalid JSON", "truncated.jsonl": f"line {len(CLAUDE_SESSION)}:", "other.eval": "not an Inspect log",
             "junk.json": "not UTF-8", "junk.eval": "not a zip"}
 
 

@@ -280,6 +280,7 @@ def cc(kind: str, n: int, content: Any, *, message_id: str | None = None, sidech
 
 CLAUDE_SESSION = [
     {"type": "summary", "summary": "Fix tests", "leafUuid": "u9"},
+    {"type": "queue-operation", "operation": "enqueue", "sessionId": "3f2a"},  # a type of a newer version
     cc("user", 1, "Make the tests pass.\nThey are in tests/."),
     cc("assistant", 2, [{"type": "text", "text": "Let me run them."}], message_id="m1"),
     cc("assistant", 3, [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}],

@@ -23,16 +23,16 @@ from .values import iso_time, whole
 __all__ = ["AGENT", "is_transcript", "parse_entries"]
 
 AGENT = "claude-code"
-_ENTRY_TYPES = frozenset({"user", "assistant", "summary", "system", "file-history-snapshot"})
+_CONVERSATION = frozenset({"user", "assistant"})
 _INTERRUPTED = "[Request interrupted by user"
 
 
 def is_transcript(entries: list[Any]) -> bool:
-    """Lines that look like Claude Code entries: typed, and user/assistant ones carrying a message."""
-    head = [e for e in entries[:20] if isinstance(e, dict)]
-    typed = bool(head) and len(head) == len(entries[:20]) and all(e.get("type") in _ENTRY_TYPES for e in head)
-    return typed and any(isinstance(e.get("message"), dict) and ("sessionId" in e or "uuid" in e)
-                         for e in head)
+    """Lines that look like Claude Code entries: every one typed (newer versions add types of their
+    own, which are skipped), and user/assistant ones carrying a message and a session."""
+    head = [e for e in entries[:20] if isinstance(e, dict) and isinstance(e.get("type"), str)]
+    return bool(head) and len(head) == len(entries[:20]) and any(
+        e["type"] in _CONVERSATION and isinstance(e.get("message"), dict) and "sessionId" in e for e in head)
 
 
 class _Run:

@@ -15,7 +15,7 @@ versions' runs compare. Per-step token counts come from the provider's ``usage``
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -175,15 +175,6 @@ def _tool_steps(messages: list[Any]) -> tuple[list[ImportedStep], list[datetime]
     return steps, times
 
 
-def _time(seconds: int | None) -> datetime | None:
-    if seconds is None:
-        return None
-    try:
-        return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def parse(data: Any, path: Path) -> list[Trajectory]:
     d = as_dict(data, "the file")
     messages = as_list(d.get("messages"), "'messages'")
@@ -201,7 +192,7 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         version = "2.x"
     else:
         steps, created = _steps(messages)
-        started, ended = _time(min(created, default=None)), _time(max(created, default=None))
+        started, ended = epoch_time(min(created, default=None)), epoch_time(max(created, default=None))
         version = "1.x"
     task = task_text(first_user_text(messages))
     attributes: dict[str, Any] = {"format": f"mini-swe-agent {version}", "exit_status": exit_status}

@@ -11,6 +11,8 @@ __all__ = ["VIEWS", "VIEW_NAMES"]
 
 # A run writes one record when it starts and one when it ends; the latest complete record wins.
 # A run with no end record never finished (still running, or its process died): `incomplete`.
+# An imported run is one record with its status but, when the file kept no times, no ended_at:
+# its status stands (start records carry no status).
 RUNS = """
 CREATE OR REPLACE VIEW runs AS
 WITH latest AS (
@@ -40,7 +42,8 @@ SELECT
     l.agent,
     l.task,
     l.model,
-    CASE WHEN l.ended_at IS NULL THEN 'incomplete' ELSE l.status END AS status,
+    CASE WHEN l.ended_at IS NULL AND l.status IS NULL THEN 'incomplete' ELSE coalesce(l.status, 'incomplete') END
+        AS status,
     coalesce(f.started_at, l.started_at) AS started_at,
     l.ended_at,
     coalesce(s.n_steps, 0) AS n_steps,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ...cli.main import add_command
 from ...store import DEFAULT_DB
@@ -17,38 +16,60 @@ __all__ = ["register"]
 
 
 class _Progress:
-    """``imported 120/543 files ...`` on stderr: one updating line on a terminal, else every 100 files."""
+    """Progress on stderr: rich's progress bar on a terminal, else a plain line every 100 files."""
 
     EVERY = 100
-    INTERVAL = 0.1  # seconds between redraws on a terminal
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.tty = out.isatty()
-        self.drawn = 0.0
-        self.shown = False
+        self.bar: Any = None
+        self.task: Any = None
+        if out.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.description}"), TimeRemainingColumn(),
+                                console=Console(file=out))
 
     def __call__(self, done: int, total: int, report: ImportReport) -> None:
-        line = (f"imported {done}/{total} files ({report.runs_imported} runs new, "
-                f"{report.runs_present} present, {len(report.skipped)} skipped)")
-        if self.tty:
-            now = time.monotonic()
-            if done == total or now - self.drawn >= self.INTERVAL:
-                self.out.write(f"\r{line}\x1b[K")
-                self.out.flush()
-                self.drawn, self.shown = now, True
+        line = (f"{report.runs_imported} runs new, {report.runs_present} present, "
+                f"{len(report.skipped)} skipped")
+        if self.bar is not None:
+            if self.task is None:
+                self.bar.start()
+                self.task = self.bar.add_task(line, total=total)
+            self.bar.update(self.task, completed=done, description=line)
         elif done % self.EVERY == 0:
-            print(line, file=self.out, flush=True)
+            print(f"imported {done}/{total} files ({line})", file=self.out, flush=True)
 
     def close(self) -> None:
-        if self.tty and self.shown:
-            self.out.write("\n")
-            self.out.flush()
+        if self.bar is not None and self.task is not None:
+            self.bar.stop()
+
+
+def _formats() -> int:
+    from .formats import DESCRIPTIONS
+    from .registry import GROUP, plugins
+
+    found, broken = plugins()
+    for name, description in DESCRIPTIONS.items():
+        print(f"{name:16} {description}")
+    for importer in found:
+        print(f"{importer.name:16} {importer.description} (plug-in)")
+    for name, reason in broken:
+        print(f"{name:16} could not be loaded from the {GROUP} entry points: {reason}")
+    return 0
 
 
 def _import(args: argparse.Namespace) -> int:
     from ...store import Store, StoreError
 
+    if args.formats:
+        return _formats()
+    if not args.paths:
+        print("error: give a file or folder to import (or --formats to list the formats)", file=sys.stderr)
+        return 2
     from .importing import import_paths
 
     progress = _Progress(sys.stderr)
@@ -74,12 +95,15 @@ def _import(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
-        sub, "import", "Import trajectory files or folders of them (SWE-agent .traj/.traj.gz, mini-swe-agent "
-        ".traj.json, tau-bench and other OpenAI-style chat transcripts, generic chat logs, OTLP JSON files) "
-        "as runs.",
+        sub, "import", "Import trajectory files or folders of them (Inspect AI .eval/.json logs, SWE-agent "
+        ".traj/.traj.gz, mini-swe-agent 1.x/2.x .traj.json, OpenHands event streams, Claude Code sessions, "
+        "tau-bench and other OpenAI-style transcripts or bare message lists, OTLP JSON files) as runs; "
+        "--formats lists them all, plug-ins included.",
         f"looptrace import runs/ more.traj.gz --db {DEFAULT_DB}",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a file or a folder (searched recursively)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="a file or a folder (searched recursively)")
+    p.add_argument("--formats", action="store_true",
+                   help="list the formats it reads (plug-ins included) and exit")
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
     p.set_defaults(func=_import)
 

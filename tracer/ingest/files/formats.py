@@ -1,41 +1,183 @@
 """Trajectory files written by other agents, parsed into ``Trajectory`` values.
 
 One module per format, each a pure ``parse(data, path) -> list[Trajectory]`` over already-decoded
-JSON; ``detect`` picks the module and ``shell`` holds the heuristics shared by shell-command agents.
-Nothing here touches the store: ``replay.importing`` does that.
+data; ``detect`` picks the module for a JSON document, ``detect_lines`` for a JSONL file, and
+Inspect's ``.eval`` archives are read member by member (``inspect_log.read_eval``). Formats from
+other packages come last (``registry``). Nothing here touches the store: ``importing`` hands the
+runs to the sink.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gzip
+import hashlib
+import itertools
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .trajectory import Trajectory
-from . import generic_chat
-from . import minisweagent
-from . import openai_chat
-from . import sweagent
-from .detect import FORMATS, detect, is_candidate, read_document
+from . import claude_code, generic_chat, inspect_log, minisweagent, openai_chat, openhands, sweagent
+from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
+from .registry import plugins
+from .trajectory import Trajectory
 
 __all__ = [
-    "FORMATS", "PARSERS", "TrajectoryFormatError", "detect", "is_candidate", "parse_file", "read_document",
+    "DESCRIPTIONS", "FORMATS", "PARSERS", "TrajectoryFormatError", "detect", "detect_lines", "is_candidate",
+    "parse_file", "read_document", "read_lines", "stream_file",
 ]
+
+JSONL = (".jsonl", ".jsonl.gz")
+STREAM_CHUNK = 500  # runs of a JSONL file handed to the sink at a time: bounded memory for any size
 
 PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     "swe-agent": sweagent.parse,
     "mini-swe-agent": minisweagent.parse,
     "openai-chat": openai_chat.parse,
     "chat": generic_chat.parse,
+    "inspect-ai": inspect_log.parse,
+    "openhands": openhands.parse,
 }
+
+# What `looptrace import --formats` prints for the built-in formats (docs/importers.md has the mapping).
+DESCRIPTIONS: dict[str, str] = {
+    "swe-agent": "SWE-agent 0.x/1.x trajectories (.traj, .traj.gz)",
+    "mini-swe-agent": "mini-swe-agent 1.x (bash blocks) and 2.x (tool calls) trajectories (.traj.json)",
+    "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare "
+                   "message lists (JSON, JSONL one run per line, or Python literals)",
+    "chat": "plain chat transcripts without tool calls",
+    "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
+    "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
+                 "[action, observation] pairs)",
+    "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
+    "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
+}
+
+
+def iter_lines(path: Path) -> Iterator[Any]:
+    """The parsed lines of a JSONL file (blank lines skipped), read one at a time, never the whole
+    file; a bad line raises its number and the reason."""
+    try:
+        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as f:
+            seen = False
+            for n, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                    yield loads(text)
+                except UnicodeDecodeError as exc:
+                    reason = f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                    raise TrajectoryFormatError(reason) from exc
+                except TrajectoryFormatError as exc:
+                    raise TrajectoryFormatError(f"line {n}: {exc}") from exc
+                seen = True
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise TrajectoryFormatError(f"not a readable gzip file ({exc})") from exc
+    except OSError as exc:
+        raise TrajectoryFormatError(f"cannot read the file ({exc.strerror or exc})") from exc
+    if not seen:
+        raise TrajectoryFormatError("empty file")
+
+
+def read_lines(path: Path) -> list[Any]:
+    return list(iter_lines(path))
+
+
+def detect_lines(path: Path, entries: list[Any]) -> str:
+    """``claude-code``, or the format every line has (each line a run), else ``unknown format``."""
+    if claude_code.is_transcript(entries):
+        return "claude-code"
+    formats = set()
+    for entry in entries[:20]:
+        formats.add(detect(path, entry))
+    if len(formats) != 1:
+        several = ", ".join(sorted(formats))
+        raise TrajectoryFormatError(f"unknown format (lines of several formats: {several})")
+    return formats.pop()
+
+
+def _per_line(fmt: str, entries: Iterable[Any], path: Path) -> Iterator[Trajectory]:
+    for n, entry in enumerate(entries, 1):
+        try:
+            found = PARSERS[fmt](entry, path)
+        except TrajectoryFormatError as exc:
+            raise TrajectoryFormatError(f"line {n}: {exc}") from exc
+        for t in found:
+            t.key = f"{n}/{t.key}" if t.key else str(n)
+            yield t
+
+
+def _jsonl(path: Path) -> tuple[str, Iterator[Trajectory]]:
+    lines = iter_lines(path)
+    head = list(itertools.islice(lines, 20))
+    fmt = detect_lines(path, head)
+    if fmt == "claude-code":
+        return fmt, iter(claude_code.parse_entries(itertools.chain(head, lines), path))
+    return fmt, _per_line(fmt, itertools.chain(head, lines), path)
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _parse(path: Path) -> tuple[str, list[Trajectory]]:
+    name = path.name.lower()
+    if name.endswith(".eval"):
+        return "inspect-ai", inspect_log.read_eval(path)
+    if name.endswith(JSONL):
+        fmt, runs = _jsonl(path)
+        return fmt, list(runs)
+    data = read_document(path)
+    try:
+        fmt = detect(path, data)
+    except TrajectoryFormatError:
+        for importer in plugins()[0]:
+            if importer.detect(path, data):
+                return importer.name, importer.parse(data, path)
+        raise
+    return fmt, PARSERS[fmt](data, path)
 
 
 def parse_file(path: Path) -> tuple[str, list[Trajectory]]:
     """(format, runs) of one file; ``source`` is ``path`` as given, so pass it absolute.
 
-    Raises ``TrajectoryFormatError`` with the reason when the file cannot be imported.
+    Each run's id hashes the file's content (unless its format gives it a global id), so the same
+    content under another path is the same run. Raises ``TrajectoryFormatError`` with the reason when
+    the file cannot be imported.
     """
-    data = read_document(path)
-    fmt = detect(path, data)
-    return fmt, PARSERS[fmt](data, path)
+    fmt, runs = _parse(path)
+    if any(not t.origin for t in runs):
+        digest = _digest(path)
+        for t in runs:
+            t.origin = t.origin or digest
+    return fmt, runs
+
+
+def stream_file(path: Path, chunk: int = STREAM_CHUNK) -> tuple[str, Iterator[list[Trajectory]]]:
+    """(format, runs ``chunk`` at a time): ``parse_file`` for most files, but a JSONL file of one run
+    a line is read twice, never whole: once to check that every line is a run (so a bad line anywhere
+    rejects the file before anything is written), then again, yielding its runs in chunks."""
+    if not path.name.lower().endswith(JSONL):
+        fmt, runs = parse_file(path)
+        return fmt, iter([runs])
+    fmt, checked = _jsonl(path)
+    if fmt == "claude-code":  # one session: parsed whole
+        runs = list(checked)
+        digest = _digest(path)
+        for t in runs:
+            t.origin = t.origin or digest
+        return fmt, iter([runs])
+    for _ in checked:  # the first pass: the runs are dropped as they come
+        pass
+    return fmt, _chunks(path, _digest(path), chunk)
+
+
+def _chunks(path: Path, digest: str, chunk: int) -> Iterator[list[Trajectory]]:
+    runs = _jsonl(path)[1]
+    while batch := list(itertools.islice(runs, chunk)):
+        for t in batch:
+            t.origin = t.origin or digest
+        yield batch

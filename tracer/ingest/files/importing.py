@@ -1,7 +1,9 @@
 """Importing files and folders of trajectories into a store.
 
 Every file is parsed whole into ``Trajectory`` values before anything is written, so a damaged file
-is skipped with a reason and never half-imported. Parsed files are handed to the sink (which redacts
+is skipped with a reason and never half-imported. A JSONL file of one run a line (of any size) is
+instead checked whole line by line first, then read again and written ``STREAM_CHUNK`` runs at a
+time (``formats.stream_file``), so memory stays bounded. Parsed files are handed to the sink (which redacts
 them) ``BATCH_FILES`` at a time, each batch one segment, seen whole or not at all; when a batch
 fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
 (``StoreError``) stops an import. OTLP JSON files hold spans rather than trajectories: each is mapped
@@ -11,7 +13,7 @@ and written at once as one segment, as ``looptrace collect`` writes (``otlp_json
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from typing import Any
 from ...sink import Sink
 from ...store import Store, StoreError
 from . import otlp_json
-from .formats import TrajectoryFormatError, is_candidate, parse_file
+from .formats import TrajectoryFormatError, is_candidate, stream_file
 from .trajectory import Trajectory, trajectory_rows
 
 __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths", "write_trajectories"]
@@ -29,7 +31,7 @@ __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_p
 BATCH_FILES = 50
 
 NOT_A_TRAJECTORY = "not a trajectory file"
-PRESENT_RUNS = "SELECT run_id FROM run_records WHERE source IN (SELECT unnest(?::VARCHAR[]))"
+PRESENT_RUNS = "SELECT DISTINCT run_id FROM run_records"
 STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
@@ -71,13 +73,13 @@ def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
     return list(files), missing
 
 
-def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | str:
-    """(format, runs or an OTLP file's spans), or the reason the file is skipped."""
+def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.OtlpFile] | str:
+    """(format, runs in chunks or an OTLP file's spans), or the reason the file is skipped."""
     is_otlp = otlp_json.sniff(path)
     if not is_otlp and not is_candidate(path):
         return NOT_A_TRAJECTORY
     try:
-        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else parse_file(path)
+        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else stream_file(path)
     except TrajectoryFormatError as exc:
         return str(exc)
     except RecursionError:
@@ -89,21 +91,26 @@ def _parse(path: Path) -> tuple[str, list[Trajectory] | otlp_json.OtlpFile] | st
 class _Writer:
     """Writes parsed files in batches and keeps the counts exact.
 
-    The runs already stored are looked up once (by source, at the first write: a store is never
-    created for files that all fail), so importing a file twice adds nothing.
+    The runs already stored are looked up once, by run id (a hash of the content, so the same
+    content under another path is found too), at the first write: a store is never created for
+    files that all fail. Importing the same content twice adds nothing.
     """
 
-    def __init__(self, store: Store, report: ImportReport, sources: list[str], sink: Sink) -> None:
-        self.store, self.report, self.sources, self.sink = store, report, sources, sink
+    def __init__(self, store: Store, report: ImportReport, sink: Sink) -> None:
+        self.store, self.report, self.sink = store, report, sink
         self.batch: list[tuple[Path, list[Trajectory]]] = []
-        self._present: set[str] | None = None
+        self.present: set[str] = set()
+        self._loaded = False
 
-    @property
-    def present(self) -> set[str]:
-        if self._present is None:
-            with self.store.writer() as conn:
-                self._present = {r[0] for r in conn.execute(PRESENT_RUNS, [self.sources]).fetchall()}
-        return self._present
+    def _look_up(self, runs: list[Trajectory]) -> None:
+        # Once per import: every stored run id (a few MB for 100k runs), then our own writes are
+        # added as they go. One reader session, not one per batch: opening one absorbs segments.
+        if self._loaded or not runs:
+            return
+        self._loaded = True
+        if self.store.path.exists() or self.store.segments_dir.exists():
+            with self.store.reader(locked_down=False) as conn:
+                self.present.update(r[0] for r in conn.execute(PRESENT_RUNS).fetchall())
 
     def add(self, path: Path, runs: list[Trajectory]) -> None:
         self.batch.append((path, runs))
@@ -115,6 +122,7 @@ class _Writer:
         if not batch:
             return
         runs = [t for _, ts in batch for t in ts]
+        self._look_up(runs)
         if not any(t.run_id not in self.present for t in runs):
             self.report.runs_present += len(runs)
             return
@@ -172,6 +180,23 @@ def _rows(trajectories: Iterable[Trajectory]) -> dict[str, list[dict[str, Any]]]
     return tables
 
 
+def _add_runs(writer: _Writer, path: Path, fmt: str, chunks: Iterator[list[Trajectory]]) -> None:
+    """A parsed file's runs to the writer; a streamed file's chunks are written as they come."""
+    report = writer.report
+    try:
+        for i, runs in enumerate(chunks):
+            if i == 1:
+                writer.flush()
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(runs)
+            writer.add(path, runs)
+            if i >= 1:
+                writer.flush()
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - checked whole before, so only a file changed under us gets here
+        report.skipped.append((str(path), f"changed while it was imported, the rest of it skipped ({exc})"))
+
+
 def write_trajectories(store: Store, trajectories: Sequence[Trajectory], sink: Sink | None = None) -> tuple[int, int]:
     """Hand each trajectory not already in ``store`` to the sink, all in one segment; return
     (runs written, runs already present)."""
@@ -194,7 +219,7 @@ def import_paths(
     """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
     files, missing = collect_files(paths)
     report = ImportReport(files_seen=len(files), skipped=list(missing))
-    writer = _Writer(store, report, [str(f) for f in files if is_candidate(f)], sink or Sink(store.path))
+    writer = _Writer(store, report, sink or Sink(store.path))
     for done, path in enumerate(files, 1):
         parsed = _parse(path)
         if isinstance(parsed, str):
@@ -202,9 +227,7 @@ def import_paths(
         elif isinstance(found := parsed[1], otlp_json.OtlpFile):
             writer.add_spans(path, found)
         else:
-            fmt = parsed[0]
-            report.by_format[fmt] = report.by_format.get(fmt, 0) + len(found)
-            writer.add(path, found)
+            _add_runs(writer, path, parsed[0], found)
         if progress is not None and done < len(files):
             progress(done, len(files), report)
     writer.flush()

@@ -1,4 +1,5 @@
-"""OpenAI-style tool-calling transcripts: tau-bench episodes (``traj``) and plain ``messages`` logs.
+"""OpenAI-style tool-calling transcripts: tau-bench episodes (``traj``), plain ``messages`` logs,
+and bare message lists (a JSON list of messages, with no wrapper object, is one run).
 
 Each assistant message is a step; its ``tool_calls`` are the step's calls (``call_index`` 0..n, the
 thought on the first), answered by ``tool`` messages matched on ``tool_call_id``, else on name and
@@ -150,6 +151,8 @@ def _episode(d: dict[str, Any], path: Path, key: str) -> Trajectory:
 
 
 def parse(data: Any, path: Path) -> list[Trajectory]:
+    if isinstance(data, list) and data and not any(is_episode(item) for item in data):
+        return [_episode({"messages": data}, path, "")]  # a bare message list: one run
     if isinstance(data, list):  # a results file: one episode per item
         out = []
         for i, item in enumerate(data):

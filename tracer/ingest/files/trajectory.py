@@ -2,19 +2,25 @@
 
 Importers turn a file into ``Trajectory`` values (pure parsing, no I/O beyond reading the file);
 ``trajectory_rows`` maps one to records, which ``importing.py`` hands to the sink.
+
+Values are honest: what a file does not record (tokens, cost, times) stays ``None`` and lands as
+NULL, never as 0 or the import time. A run's id hashes its ``origin`` (the file's content digest,
+set by ``formats.parse_file``, or an id the source itself made globally unique, such as an Inspect
+sample's uuid) and its ``key`` inside the file, so the same content imported twice, under any path,
+is the same run.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 
 from ...records.text import clean_text, to_json
 
-__all__ = ["ImportedStep", "Trajectory", "trajectory_rows", "estimate_tokens"]
+__all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "trajectory_rows", "estimate_tokens"]
 
 
 def estimate_tokens(text_chars: int) -> int:
@@ -37,6 +43,25 @@ class ImportedStep:
     output_tokens: int | None = None
     call_index: int = 0
     tool_call_id: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass
+class ImportedLLMCall:
+    """One model call a file records with its usage (Inspect model events, Claude Code messages)."""
+
+    step: int | None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
 
 @dataclass
@@ -56,10 +81,20 @@ class Trajectory:
     ended_at: datetime | None = None
     attributes: dict[str, Any] = field(default_factory=dict)  # e.g. the source's own exit status
     key: str = ""  # distinguishes several runs in one file
+    llm_calls: list[ImportedLLMCall] = field(default_factory=list)
+    origin: str = ""  # what the run id hashes: the content digest, or a namespace for a source-made id
+    parent_key: str | None = None  # the key of the run (in the same file) this one is a sub-run of
+
+    def _id(self, key: str) -> str:
+        return hashlib.sha256(f"{self.origin or self.source}\0{key}".encode()).hexdigest()[:32]
 
     @property
     def run_id(self) -> str:
-        return hashlib.sha256(f"{self.source}\0{self.key}".encode()).hexdigest()[:32]
+        return self._id(self.key)
+
+    @property
+    def parent_run_id(self) -> str | None:
+        return None if self.parent_key is None else self._id(self.parent_key)
 
 
 def _text(value: Any) -> str | None:
@@ -68,24 +103,26 @@ def _text(value: Any) -> str | None:
 
 def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[dict[str, Any]]]:
     run_id = t.run_id
-    started = t.started_at or imported_at
-    ended = t.ended_at or started
     run = {
         "run_id": run_id, "recorded_at": imported_at, "source": t.source, "agent": t.agent, "task": _text(t.task),
         "model": t.model, "strategy": None, "status": t.status, "answer": _text(t.answer), "error": _text(t.error),
-        "started_at": started, "ended_at": ended, "attributes": to_json(t.attributes) if t.attributes else None,
+        "parent_run_id": t.parent_run_id, "started_at": t.started_at, "ended_at": t.ended_at,
+        "attributes": to_json(t.attributes) if t.attributes else None,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd,
     }
     steps: dict[int, dict[str, Any]] = {}
     calls = []
     for s in t.steps:
         row = steps.setdefault(s.step, {
-            "run_id": run_id, "step": s.step, "started_at": None, "ended_at": None, "thought": _text(s.thought),
+            "run_id": run_id, "step": s.step, "started_at": s.started_at, "ended_at": s.ended_at,
+            "thought": _text(s.thought),
             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "context_tokens": s.context_tokens,
             "cost_usd": None, "events": None, "span_id": None,
         })
         if row["thought"] is None and s.thought:
             row["thought"] = _text(s.thought)
+        if s.ended_at is not None and (row["ended_at"] is None or s.ended_at > row["ended_at"]):
+            row["ended_at"] = s.ended_at
         if s.tool is not None or s.observation is not None:
             observation = _text(s.observation)
             calls.append({
@@ -94,7 +131,17 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
                 "observation": observation,
                 "observation_bytes": len(observation.encode("utf-8")) if observation else 0,
                 "is_error": s.is_error or s.error_type is not None, "error_type": s.error_type,
-                "started_at": None, "ended_at": None, "span_id": None,
+                "started_at": s.started_at, "ended_at": s.ended_at, "span_id": None,
             })
-    return {"run_records": [run], "step_records": list(steps.values()), "tool_call_records": calls}
+    llm = [{
+        "run_id": run_id, "step": c.step, "call_id": f"{run_id}:{i}", "provider": None, "model": c.model,
+        "response_model": c.model, "started_at": c.started_at, "ended_at": c.ended_at,
+        "stop_reason": c.stop_reason, "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+        "cache_read_tokens": c.cache_read_tokens, "cache_creation_tokens": c.cache_creation_tokens,
+        "cost_usd": c.cost_usd, "error": _text(c.error), "span_id": None,
+    } for i, c in enumerate(t.llm_calls)]
+    out = {"run_records": [run], "step_records": list(steps.values()), "tool_call_records": calls}
+    if llm:
+        out["llm_call_records"] = llm
+    return out
 

@@ -176,13 +176,35 @@ def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[
     return None, []
 
 
+def _raw_io(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[Any] | None, Any]:
+    """(input messages, output messages, declared tools) from ``input.value`` / ``output.value`` when they
+    hold the raw request and response as JSON (OpenInference's OpenAI and Anthropic instrumentors, and
+    frameworks that record the model's message as it came)."""
+    request, response = _loads(a.get("input.value")), _loads(a.get("output.value"))
+    messages = tools = output = None
+    if isinstance(request, dict):
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else None
+        tools = request.get("tools")
+    if isinstance(response, dict):
+        if isinstance(response.get("choices"), list) and response["choices"]:  # OpenAI chat completion
+            output = [ch.get("message", ch) for ch in response["choices"] if isinstance(ch, dict)]
+        elif isinstance(response.get("content"), list):  # Anthropic message
+            output = [{"role": "assistant", "content": response["content"]}]
+        elif response.get("role") == "assistant":  # a bare message (smolagents)
+            output = [response]
+    elif isinstance(response, list) and all(isinstance(m, dict) and "role" in m for m in response) and response:
+        output = response
+    return messages, output, tools
+
+
 def _message_text(messages: Sequence[Any] | None) -> str | None:
     """The text of output messages: GenAI text parts, OpenInference content(s), OpenLLMetry content."""
     texts: list[str] = []
     for m in messages or ():
         if not isinstance(m, dict):
             continue
-        for part in m.get("parts") or m.get("contents") or ():
+        blocks = m.get("content") if isinstance(m.get("content"), list) else ()  # Anthropic content blocks
+        for part in m.get("parts") or m.get("contents") or blocks:
             part = part.get("message_content", part) if isinstance(part, dict) else part
             if isinstance(part, dict) and part.get("type") == "text":
                 texts.append(str(part.get("content", part.get("text", ""))))
@@ -215,6 +237,12 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         tools, tool_keys = _nested(a, prefix)
         if tools is not None:
             break
+    raw_messages, raw_output, raw_tools = _raw_io(a)
+    if messages is None and raw_messages is not None:
+        messages, in_keys = raw_messages, ["input.value"]
+        tools, tool_keys = (raw_tools, []) if tools is None else (tools, tool_keys)
+    if output is None and raw_output is not None:
+        output, out_keys = raw_output, ["output.value"]
     params = {p: a[f"gen_ai.request.{p}"] for p in _GENAI_PARAMS if f"gen_ai.request.{p}" in a}
     invocation = _loads(a.get("llm.invocation_parameters"))
     if isinstance(invocation, dict):

@@ -20,11 +20,13 @@ import pytest
 from looptrace.loop.openai_server import ChatCompletionsServer
 from looptrace.loop.server import MessagesServer
 from looptrace.replay.analyzer import DEFAULT_THRESHOLDS, analyze_store
+from looptrace.tracer import Tracing
 from looptrace.tracer.ingest.otlp import OtlpReceiver
+from looptrace.tracer.spans.anthropic import AnthropicInstrumentor
 from looptrace.tracer.store import Store
 
 from .conftest import ROOT, python_env, query
-from .framework_agent import ANSWER, CLIENTS, anthropic_script, openai_script
+from .framework_agent import ANSWER, CLIENTS, anthropic_script, openai_script, plain_anthropic
 
 pytestmark = pytest.mark.slow
 
@@ -51,10 +53,25 @@ def run_client(client: str, db: Path) -> None:
         receiver.flush()
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
+def run_own_instrumentor(db: Path) -> None:
+    """The eleventh client: the same bare Anthropic loop under looptrace's own instrumentor (in process)."""
+    tracing = Tracing(db)
+    instrumentor = AnthropicInstrumentor(tracing).instrument()
+    try:
+        with MessagesServer(anthropic_script) as messages:
+            plain_anthropic(messages.base_url)
+    finally:
+        instrumentor.uninstrument()
+        tracing.shutdown()
+
+
+@pytest.mark.parametrize("client", [*CLIENTS, "anthropic+looptrace"])
 def test_client_is_one_run_of_four_steps(client: str, tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    run_client(client, db)
+    if client == "anthropic+looptrace":
+        run_own_instrumentor(db)
+    else:
+        run_client(client, db)
     runs = query(db, "SELECT run_id, n_steps, answer FROM runs")
     assert [(n, answer) for _, n, answer in runs] == [(4, ANSWERS.get(client, ANSWER))], runs
     rows = query(db, "SELECT step, tool, args, observation, error_type FROM steps WHERE tool IS NOT NULL "

@@ -18,6 +18,7 @@ from ...records.pricing import cost_usd, price_of
 from ...records.spans import PlainSpan, ts
 from ...records.requests import RequestLog
 from ...records.text import clean_text, to_json
+from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, unwrap
 
 AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
 
@@ -304,18 +305,26 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     exception = next((e.get("attributes") or {} for e in s.events if e.get("name") == "exception"), {})
     failed = s.status_code == "ERROR" or a.get(c.ERROR_TYPE) is not None
     error_type = a.get(c.ERROR_TYPE) or (exception.get("exception.type") or "tool_error" if failed else None)
-    observation = _text(a[result_key]) if result_key else None
+    observation = _text(_unwrapped(a[result_key], RESULT_WRAPPERS)) if result_key else None
     if observation is None and failed:
         observation = _text(s.status_message or exception.get("exception.message"))
     moved.update(k for k in (args_key, result_key) if k)
     return {
         "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
         "tool": _text(_first(a, _TOOL_NAME) or _tool_name_from(s.name)),
-        "args": _json_text(a[args_key]) if args_key else None, "observation": observation,
+        "args": _json_text(_unwrapped(a[args_key], ARGUMENT_WRAPPERS)) if args_key else None,
+        "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
         "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),
         "ended_at": ts(s.end_ns), "span_id": s.span_id,
     }
+
+
+def _unwrapped(raw: Any, wrappers: Any) -> Any:
+    """The value inside a framework's wrapper (frameworks.py), or ``raw`` as it came when there is none."""
+    value = _loads(raw)
+    inner = unwrap(value, wrappers)
+    return raw if inner is value else inner
 
 
 def _tool_name_from(span_name: str) -> str:

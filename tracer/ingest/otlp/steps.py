@@ -4,7 +4,8 @@ Step N is model call N. Its tool calls are the ones in that call's response (nam
 JSON the model sent); each one's observation is the matching tool result (by tool-call id) in a later
 request, else the output of the tool span that ran it. Tool spans are joined to the calls, by id or else
 by name in order within the step, so that a call is counted once and its timings come from its span;
-tool spans that match no call of the model (a framework's own helper tools) stay in ``spans`` only.
+a tool span that matches no call of the model (a response recorded without its tool calls) is still a
+tool call, of the step it started in.
 
 A call to a tool the request did not declare is ``tool_not_found``; when the request's tools were not
 recorded, the framework's own words ("Unknown tool ...", in the result or in an exception event of the
@@ -14,13 +15,14 @@ answer, and it is not a tool step.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
 from ...records import conventions as c
 from ...records.spans import PlainSpan, ts
-from .attributes import _OUTPUT, _TOOL_CALL_ID, _TOOL_NAME, _first, _json_text, _loads, _text, _tool_name_from
-from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, final_answer, is_unknown_tool, unwrap
+from .attributes import _tool_call, _unwrapped, _OUTPUT, _TOOL_CALL_ID, _TOOL_NAME, _first, _json_text, _loads, _text, _tool_name_from
+from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, final_answer, is_unknown_tool
 from .messages import Exchange, ToolCall
 
 __all__ = ["tool_rows", "evidence_of"]
@@ -62,8 +64,7 @@ def _span_result(span: PlainSpan) -> str | None:
     key = next((k for k in _OUTPUT if span.attributes.get(k) is not None), None)
     if key is None:
         return None
-    value = unwrap(_loads(span.attributes[key]), RESULT_WRAPPERS)
-    return _text(value)
+    return _text(_unwrapped(span.attributes[key], RESULT_WRAPPERS))
 
 
 def _error_type(call: ToolCall, x: Exchange, observation: str | None, span: PlainSpan | None,
@@ -107,7 +108,7 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
             args = call.arguments
             if args is None and span is not None:
                 raw = _first(span.attributes, ("gen_ai.tool.call.arguments", "input.value"))
-                args = _json_text(unwrap(_loads(raw), ARGUMENT_WRAPPERS)) if raw is not None else None
+                args = _json_text(_unwrapped(raw, ARGUMENT_WRAPPERS)) if raw is not None else None
             error_type = _error_type(call, x, observation, span, evidence)
             rows.append({
                 "run_id": run_id, "step": i + 1, "call_index": index, "tool_call_id": call.id, "tool": call.name,
@@ -119,4 +120,10 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
                 "span_id": span.span_id if span is not None else None,
             })
             index += 1
+    starts = [m.start_ns or 0 for m in models]
+    for span in unmatched:
+        step = max(1, bisect.bisect_right(starts, span.start_ns or 0))
+        index = sum(1 for r in rows if r["step"] == step)
+        rows.append(_tool_call(span, run_id, step, index, moved.setdefault(span.span_id, set())))
+    rows.sort(key=lambda r: (r["step"], r["call_index"]))
     return rows, answer

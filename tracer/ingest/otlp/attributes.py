@@ -66,7 +66,7 @@ def classify(span: PlainSpan) -> str | None:
     """``AGENT``, ``WORKFLOW``, ``MODEL``, ``TOOL``, or None for a span of no known convention."""
     a = span.attributes
     op = a.get(c.GEN_AI_OPERATION)
-    if op in _GENAI_OPS:
+    if isinstance(op, str) and op in _GENAI_OPS:  # untrusted: any attribute may hold any type
         return _GENAI_OPS[str(op)]
     if OI_KIND in a:
         return _OPENINFERENCE.get(str(a[OI_KIND]).upper())

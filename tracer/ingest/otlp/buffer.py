@@ -148,7 +148,7 @@ class TraceBuffer:
         for tid in due:
             t = self._open.pop(tid)
             spans = list(t.spans.values())
-            if is_loose_call(spans):
+            if _loose(spans):
                 self._loose[tid] = t  # still counted in _buffered
                 continue
             self._buffered -= len(t.spans)
@@ -167,7 +167,12 @@ class TraceBuffer:
         held, self._loose = self._loose, {}
         traces = {tid: list(t.spans.values()) for tid, t in held.items()}
         parts = []
-        for spans in group_conversations(list(traces.values())):
+        try:
+            groups = group_conversations(list(traces.values()))
+        except Exception:  # noqa: BLE001 - a grouping bug costs the grouping: each call is then a run
+            log.warning("looptrace collect: could not group %d model calls into runs", len(traces), exc_info=True)
+            groups = list(traces.values())
+        for spans in groups:
             merged = _Open(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
             merged.spans = {s.span_id: s for s in spans}
             self._buffered -= len(spans)
@@ -233,6 +238,15 @@ class TraceBuffer:
             old_id, old = self._written.popitem(last=False)
             self._remembered -= len(old)
             self._native.discard(old_id)
+
+
+def _loose(spans: Sequence[PlainSpan]) -> bool:
+    try:
+        return is_loose_call(spans)
+    except Exception:  # noqa: BLE001 - a mapping bug must cost the grouping, never the spans
+        log.warning("looptrace collect: could not classify trace %s", spans[0].trace_id if spans else "?",
+                    exc_info=True)
+        return False
 
 
 def spans_only(spans: Sequence[PlainSpan]) -> dict[str, list[dict[str, Any]]]:

@@ -86,8 +86,8 @@ def group_conversations(traces: Sequence[Sequence[PlainSpan]], *,
         root = min((s for s in spans if not s.parent_span_id or s.parent_span_id not in ids),
                    key=lambda s: (s.start_ns or 0, s.span_id))
         a = root.attributes
-        calls.append(_Call(list(spans), root, root.resource.get("service.name"),
-                           next((a[k] for k in _CONVERSATION_KEYS if a.get(k)), None), exchange_of(a)))
+        conversation = next((str(a[k]) for k in _CONVERSATION_KEYS if a.get(k)), None)  # untrusted types
+        calls.append(_Call(list(spans), root, str(root.resource.get("service.name")), conversation, exchange_of(a)))
     calls.sort(key=lambda c: (c.root.start_ns or 0, c.root.span_id))
     chains: list[_Chain] = []
     by_conversation: dict[tuple[Any, Any], _Chain] = {}

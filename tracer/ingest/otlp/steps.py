@@ -110,6 +110,8 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
                 raw = _first(span.attributes, ("gen_ai.tool.call.arguments", "input.value"))
                 args = _json_text(_unwrapped(raw, ARGUMENT_WRAPPERS)) if raw is not None else None
             error_type = _error_type(call, x, observation, span, evidence)
+            if observation is None and error_type == c.TOOL_NOT_FOUND:  # what the framework told the model
+                observation = next((t for t in evidence if is_unknown_tool(t, call.name)), None)
             rows.append({
                 "run_id": run_id, "step": i + 1, "call_index": index, "tool_call_id": call.id, "tool": call.name,
                 "args": _json_text(args) if args is not None else None, "observation": observation,

@@ -230,3 +230,36 @@ def test_an_unknown_model_has_no_cost() -> None:
                                                                            "llm.model_name": "mystery-1"})
     [row] = rows_for_trace([span], source="otlp")["llm_call_records"]
     assert row["cost_usd"] is None and row["input_tokens"] == 10
+
+
+# -- runs are agent invocations ----------------------------------------------------------------------------
+
+
+def agent_span(span_id: str, parent: str | None, name: str, start: int, **attributes: Any) -> PlainSpan:
+    return PlainSpan("t1", span_id, parent, name, start_ns=start, end_ns=start + 10**6,
+                     attributes={"openinference.span.kind": "AGENT", **attributes})
+
+
+def model_under(span_id: str, parent: str, start: int) -> PlainSpan:
+    span = chat(span_id, start, [TASK, {"role": "user", "content": span_id}], {"role": "assistant", "content": "ok"})
+    span.trace_id, span.span_id, span.parent_span_id = "t1", span_id, parent  # its own request and response
+    return span
+
+
+def test_an_envelope_and_graph_nodes_fold_into_the_agent_run() -> None:
+    node = json.dumps({fw.GRAPH_NODE_KEY: "agent"})
+    spans = [agent_span("e" * 16, None, "Agent workflow", 0),
+             agent_span("a" * 16, "e" * 16, "file_agent", 1),
+             agent_span("b" * 16, "a" * 16, "agent", 2, metadata=node), model_under("c" * 16, "b" * 16, 3),
+             agent_span("d" * 16, "a" * 16, "agent", 5, metadata=node), model_under("f" * 16, "d" * 16, 6)]
+    rows = rows_for_trace(spans, source="otlp")
+    assert [(r["agent"], r["parent_run_id"]) for r in rows["run_records"]] == [("file_agent", None)]
+    assert len(rows["step_records"]) == 2
+
+
+def test_a_real_sub_agent_stays_a_child_run() -> None:
+    spans = [agent_span("a" * 16, None, "planner", 0), model_under("c" * 16, "a" * 16, 1),
+             agent_span("b" * 16, "a" * 16, "researcher", 2), model_under("d" * 16, "b" * 16, 3)]
+    runs = {r["agent"]: r for r in rows_for_trace(spans, source="otlp")["run_records"]}
+    assert set(runs) == {"planner", "researcher"}
+    assert runs["researcher"]["parent_run_id"] == runs["planner"]["run_id"]

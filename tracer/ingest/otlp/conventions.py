@@ -3,10 +3,13 @@
 Three conventions describe agent loops in spans: the OTel GenAI semantic conventions, OpenInference
 (Arize Phoenix) and OpenLLMetry (Traceloop). ``classify`` reduces a span of any of them to a role: an
 agent (a run), a workflow (a run only if it makes calls itself), a model call or a tool call; the
-readers in ``attributes.py`` know each convention's attribute names. None of them says what a step
-is, so steps are derived the way looptrace's own loop defines them: within a run, model calls ordered
-by start time each open a step, and a tool call belongs to the step of the last model call started
-before it (tool calls before any model call form a leading step).
+readers in ``attributes.py`` know each convention's attribute names. A framework's envelope around one
+agent and a graph's nodes of kind AGENT are not runs (``frameworks.py``). None of the conventions says
+what a step is, so steps are derived the way looptrace's own loop defines them: within a run, each model
+call (one per call, however many instrumentors reported it) opens a step. Its tool calls are read from
+the model's own messages when the responses are known (``steps.py``); otherwise a tool span belongs to
+the step of the last model call started before it (tool spans before any model call form a leading step).
+Model calls with no span around them, one trace each, are grouped into runs first (``conversations.py``).
 
 Rows are derived from a whole trace at once: the same spans always give the same rows and ids, which
 is what lets the receiver (which buffers a trace until its root arrives) and the OTLP JSON importer

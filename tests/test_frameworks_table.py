@@ -12,7 +12,7 @@ import pytest
 from looptrace.tracer.ingest.otlp import frameworks as fw
 from looptrace.tracer.ingest.otlp.conventions import rows_for_trace
 from looptrace.tracer.ingest.otlp.conversations import group_conversations, is_loose_call
-from looptrace.tracer.ingest.otlp.messages import ToolCall, declared_names, exchange_of, tool_calls_in, tool_results_in
+from looptrace.tracer.ingest.otlp.messages import declared_names, exchange_of, tool_calls_in, tool_results_in
 from looptrace.tracer.records import pricing
 from looptrace.tracer.records.spans import PlainSpan
 

@@ -10,7 +10,7 @@ DB ?= demo.duckdb
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,frameworks]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,17 +1,26 @@
 """USD prices per million tokens, by model, and the cost of one model call.
 
-Prices change; users add or override entries with ``set_price``. A model matches the longest
-registered prefix, so ``claude-sonnet-4-5-20250929`` is priced by ``claude-sonnet-4-5``.
+Prices change; users add or override entries with ``set_price`` in Python, or for ``looptrace collect`` and
+``import`` with a JSON file named by ``LOOPTRACE_PRICES``: ``{"model-prefix": [input, output, cache_write,
+cache_read], ...}`` (docs/frameworks.md). A model matches the longest registered prefix, so
+``claude-sonnet-4-5-20250929`` is priced by ``claude-sonnet-4-5`` and ``gpt-4o-mini-2024-07-18`` by
+``gpt-4o-mini``. A model with no price has no cost: callers record NULL, never 0 (``price_of`` is None).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-__all__ = ["Price", "PRICES", "set_price", "price_of", "cost_usd", "Usage", "usage_of"]
+__all__ = ["Price", "PRICES", "PRICES_ENV", "set_price", "load_prices", "price_of", "cost_usd", "Usage", "usage_of"]
+
+log = logging.getLogger("looptrace.pricing")
+PRICES_ENV = "LOOPTRACE_PRICES"
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,24 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10),
     "claude-3-5-haiku": Price(0.80, 4.0, 1.0, 0.08),
     "claude-3-haiku": Price(0.25, 1.25, 0.30, 0.03),
+    "claude-opus-4-1": Price(15.0, 75.0, 18.75, 1.50),
+    "claude-sonnet-4-5": Price(3.0, 15.0, 3.75, 0.30),
+    "claude-3-opus": Price(15.0, 75.0, 18.75, 1.50),
+    # OpenAI list prices (standard tier). OpenAI charges no cache writes: written tokens cost as input.
+    "gpt-5": Price(1.25, 10.0, 1.25, 0.125),
+    "gpt-5-mini": Price(0.25, 2.0, 0.25, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.05, 0.005),
+    "gpt-4.1": Price(2.0, 8.0, 2.0, 0.50),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.40, 0.10),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.10, 0.025),
+    "gpt-4o": Price(2.50, 10.0, 2.50, 1.25),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.15, 0.075),
+    "o1": Price(15.0, 60.0, 15.0, 7.50),
+    "o1-mini": Price(1.10, 4.40, 1.10, 0.55),
+    "o3": Price(2.0, 8.0, 2.0, 0.50),
+    "o3-mini": Price(1.10, 4.40, 1.10, 0.55),
+    "o3-pro": Price(20.0, 80.0, 20.0, 20.0),
+    "o4-mini": Price(1.10, 4.40, 1.10, 0.275),
     # The bundled scripted model is priced like a mid-size model so budgets behave realistically.
     "scripted": Price(3.0, 15.0, 3.75, 0.30),
 }
@@ -43,7 +70,43 @@ def set_price(model_prefix: str, price: Price) -> None:
         PRICES[model_prefix] = price
 
 
+def load_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
+    """Prices from a JSON file ``{"model-prefix": [input, output, cache_write, cache_read]}`` (USD per
+    million tokens), registered with ``set_price``. A malformed file raises ValueError naming the entry."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected an object of model prefix -> [input, output, cache_write, cache_read]")
+    prices = {}
+    for prefix, values in data.items():
+        if not (isinstance(values, list) and len(values) == 4
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values)):
+            raise ValueError(f"{path}: {prefix!r} needs four non-negative numbers "
+                             f"[input, output, cache_write, cache_read], got {values!r}")
+        prices[prefix] = Price(*(float(v) for v in values))
+    for prefix, price in prices.items():
+        set_price(prefix, price)
+    return prices
+
+
+_env_loaded = False
+
+
+def _load_env() -> None:
+    """The file named by ``LOOPTRACE_PRICES``, once. A bad file is logged, never raised into a caller."""
+    global _env_loaded
+    _env_loaded = True
+    path = os.environ.get(PRICES_ENV)
+    if path:
+        try:
+            load_prices(path)
+        except (OSError, ValueError) as err:
+            log.warning("looptrace: %s=%s ignored: %s", PRICES_ENV, path, err)
+
+
 def price_of(model: str | None) -> Price | None:
+    if not _env_loaded:
+        _load_env()
     if not model:
         return None
     best = max((p for p in PRICES if model.startswith(p)), key=len, default=None)

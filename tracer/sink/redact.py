@@ -25,9 +25,10 @@ __all__ = ["Redactor", "DEFAULT_PATTERNS", "SECRET_KEY", "placeholder", "restore
 
 log = logging.getLogger("looptrace.redact")
 
-# Keys whose values are secrets, wherever they appear (JSON arguments, headers, attributes).
+# Keys whose values are secrets, wherever they appear (JSON arguments, headers, attributes). A token
+# *count* or *usage* is not a token (OpenInference's llm.token_count.prompt, LangChain's token_usage).
 SECRET_KEY = re.compile(
-    r"(?i)(^|[_.\-])(api[_\-]?key|x[_\-]api[_\-]key|token|access[_\-]?token|refresh[_\-]?token|secret|"
+    r"(?i)(^|[_.\-])(api[_\-]?key|x[_\-]api[_\-]key|token(?![_.\-](?:count|usage)(?:$|[_.\-]))|access[_\-]?token|refresh[_\-]?token|secret|"
     r"client[_\-]?secret|password|passwd|pwd|authorization|auth|cookie|set[_\-]cookie|session[_\-]?id|"
     r"private[_\-]?key)($|[_.\-])"
 )

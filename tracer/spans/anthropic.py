@@ -26,6 +26,7 @@ from opentelemetry import trace
 
 from . import conversation as conv
 from .manual import LlmCall, Run, Step, current_run, current_step
+from ..records.conventions import TOOL_NOT_FOUND
 from ..records.requests import content_sha
 from .tracing import Tracing
 
@@ -41,6 +42,14 @@ class _Implicit:
     step: Step | None = None
     pending: dict[str, tuple[str, Any]] = field(default_factory=dict)  # tool_use_id -> (name, input)
     pending_since: int = 0
+    declared: frozenset[str] | None = None  # the tools the last request declared; None: it sent none
+
+
+def _declared(request: dict[str, Any]) -> frozenset[str] | None:
+    tools = request.get("tools")
+    if not isinstance(tools, (list, tuple)):
+        return None
+    return frozenset(str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("name"))
 
 
 class AnthropicInstrumentor:
@@ -108,8 +117,12 @@ class AnthropicInstrumentor:
                 text, is_error = results.get(use_id, ("", False))
                 call = found.step.tool_call(name, args, call_id=use_id, call_index=index,
                                             start_time=found.pending_since)
-                call.result(text, is_error=is_error, error_type="tool_error" if is_error else None)
+                # A tool the request did not declare is the model's invention, whatever the loop answered.
+                unknown = found.declared is not None and name not in found.declared
+                error_type = TOOL_NOT_FOUND if unknown else "tool_error" if is_error else None
+                call.result(text, is_error=is_error or unknown, error_type=error_type)
             found.pending = {}
+        found.declared = _declared(request)
         return found
 
     def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..otlp.conventions import rows_for_trace
+from ..otlp.conversations import group_conversations, is_loose_call
 from ..otlp.protocol import MalformedRequest, parse_json, spans_of
 from ...records.spans import PlainSpan
 
@@ -55,11 +56,18 @@ class OtlpFile:
         """The rows to write, given the span ids already stored (trace id -> span id -> run id)."""
         out: dict[str, list[dict[str, Any]]] = {}
         present: set[str] = set()
+        loose = []  # model calls of bare SDK loops, each its own trace: grouped into runs as collect does
         for trace_id, spans in self.traces.items():
             known = stored.get(trace_id)
             if known:
                 present.update(r for r in known.values() if r)
+            if not known and is_loose_call(spans):
+                loose.append(spans)
+                continue
             for table, rows in rows_for_trace(spans, source=self.source, stored=known).items():
+                out.setdefault(table, []).extend(rows)
+        for group in group_conversations(loose):
+            for table, rows in rows_for_trace(group, source=self.source).items():
                 out.setdefault(table, []).extend(rows)
         new = {r["run_id"] for r in out.get("run_records", [])}
         steps = {(r["run_id"], r["step"]) for r in out.get("step_records", [])}

@@ -18,6 +18,7 @@ from ...records.pricing import cost_usd, price_of
 from ...records.spans import PlainSpan, ts
 from ...records.requests import RequestLog
 from ...records.text import clean_text, to_json
+from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, unwrap
 
 AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
 
@@ -65,7 +66,7 @@ def classify(span: PlainSpan) -> str | None:
     """``AGENT``, ``WORKFLOW``, ``MODEL``, ``TOOL``, or None for a span of no known convention."""
     a = span.attributes
     op = a.get(c.GEN_AI_OPERATION)
-    if op in _GENAI_OPS:
+    if isinstance(op, str) and op in _GENAI_OPS:  # untrusted: any attribute may hold any type
         return _GENAI_OPS[str(op)]
     if OI_KIND in a:
         return _OPENINFERENCE.get(str(a[OI_KIND]).upper())
@@ -176,13 +177,35 @@ def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[
     return None, []
 
 
+def _raw_io(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[Any] | None, Any]:
+    """(input messages, output messages, declared tools) from ``input.value`` / ``output.value`` when they
+    hold the raw request and response as JSON (OpenInference's OpenAI and Anthropic instrumentors, and
+    frameworks that record the model's message as it came)."""
+    request, response = _loads(a.get("input.value")), _loads(a.get("output.value"))
+    messages = tools = output = None
+    if isinstance(request, dict):
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else None
+        tools = request.get("tools")
+    if isinstance(response, dict):
+        if isinstance(response.get("choices"), list) and response["choices"]:  # OpenAI chat completion
+            output = [ch.get("message", ch) for ch in response["choices"] if isinstance(ch, dict)]
+        elif isinstance(response.get("content"), list):  # Anthropic message
+            output = [{"role": "assistant", "content": response["content"]}]
+        elif response.get("role") == "assistant":  # a bare message (smolagents)
+            output = [response]
+    elif isinstance(response, list) and all(isinstance(m, dict) and "role" in m for m in response) and response:
+        output = response
+    return messages, output, tools
+
+
 def _message_text(messages: Sequence[Any] | None) -> str | None:
     """The text of output messages: GenAI text parts, OpenInference content(s), OpenLLMetry content."""
     texts: list[str] = []
     for m in messages or ():
         if not isinstance(m, dict):
             continue
-        for part in m.get("parts") or m.get("contents") or ():
+        blocks = m.get("content") if isinstance(m.get("content"), list) else ()  # Anthropic content blocks
+        for part in m.get("parts") or m.get("contents") or blocks:
             part = part.get("message_content", part) if isinstance(part, dict) else part
             if isinstance(part, dict) and part.get("type") == "text":
                 texts.append(str(part.get("content", part.get("text", ""))))
@@ -215,6 +238,12 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         tools, tool_keys = _nested(a, prefix)
         if tools is not None:
             break
+    raw_messages, raw_output, raw_tools = _raw_io(a)
+    if messages is None and raw_messages is not None:
+        messages, in_keys = raw_messages, ["input.value"]
+        tools, tool_keys = (raw_tools, []) if tools is None else (tools, tool_keys)
+    if output is None and raw_output is not None:
+        output, out_keys = raw_output, ["output.value"]
     params = {p: a[f"gen_ai.request.{p}"] for p in _GENAI_PARAMS if f"gen_ai.request.{p}" in a}
     invocation = _loads(a.get("llm.invocation_parameters"))
     if isinstance(invocation, dict):
@@ -276,18 +305,26 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     exception = next((e.get("attributes") or {} for e in s.events if e.get("name") == "exception"), {})
     failed = s.status_code == "ERROR" or a.get(c.ERROR_TYPE) is not None
     error_type = a.get(c.ERROR_TYPE) or (exception.get("exception.type") or "tool_error" if failed else None)
-    observation = _text(a[result_key]) if result_key else None
+    observation = _text(_unwrapped(a[result_key], RESULT_WRAPPERS)) if result_key else None
     if observation is None and failed:
         observation = _text(s.status_message or exception.get("exception.message"))
     moved.update(k for k in (args_key, result_key) if k)
     return {
         "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
         "tool": _text(_first(a, _TOOL_NAME) or _tool_name_from(s.name)),
-        "args": _json_text(a[args_key]) if args_key else None, "observation": observation,
+        "args": _json_text(_unwrapped(a[args_key], ARGUMENT_WRAPPERS)) if args_key else None,
+        "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
         "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),
         "ended_at": ts(s.end_ns), "span_id": s.span_id,
     }
+
+
+def _unwrapped(raw: Any, wrappers: Any) -> Any:
+    """The value inside a framework's wrapper (frameworks.py), or ``raw`` as it came when there is none."""
+    value = _loads(raw)
+    inner = unwrap(value, wrappers)
+    return raw if inner is value else inner
 
 
 def _tool_name_from(span_name: str) -> str:

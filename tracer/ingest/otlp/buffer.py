@@ -1,7 +1,9 @@
 """Holding spans per trace until the trace is complete, then mapping it once (see receiver.py).
 
 A trace's spans stay here until its root span has arrived and no span of it came for ``settle``
-seconds; each trace is mapped exactly once, span ids of written traces are remembered so resent
+seconds; a loose model call (a trace of one call of a bare SDK loop, see conversations.py) stays until no
+loose call came for ``conversation_settle`` seconds, so that the calls of one loop are mapped as one run.
+Each trace is mapped exactly once, span ids of written traces are remembered so resent
 spans are dropped and late ones are placed under their run. Pure bookkeeping: no I/O, no HTTP.
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 
 from ...records.spans import PlainSpan, rows_for_spans
 from .conventions import is_native, rows_for_trace
+from .conversations import group_conversations, is_loose_call
 
 __all__ = ["ReceiverStats", "TraceBuffer", "Batch", "Part", "REMEMBERED_SPANS", "spans_only"]
 
@@ -73,8 +76,10 @@ class TraceBuffer:
     """Open traces and the memory of written ones; not thread-safe (the receiver locks around it)."""
 
     def __init__(self, *, source: str = "otlp", settle: float = 2.0, idle_timeout: float | None = 600.0,
-                 max_buffered_spans: int = 500_000) -> None:
+                 max_buffered_spans: int = 500_000, conversation_settle: float = 30.0) -> None:
         self.source, self.settle, self.idle_timeout = source, settle, idle_timeout
+        self.conversation_settle = conversation_settle
+        self._loose: dict[str, _Open] = {}  # settled loose model calls, waiting for the rest of their loop
         self.max_buffered_spans = max_buffered_spans
         self.stats = ReceiverStats()
         self._open: dict[str, _Open] = {}
@@ -142,13 +147,37 @@ class TraceBuffer:
         batch = Batch()
         for tid in due:
             t = self._open.pop(tid)
-            self._buffered -= len(t.spans)
             spans = list(t.spans.values())
+            if _loose(spans):
+                self._loose[tid] = t  # still counted in _buffered
+                continue
+            self._buffered -= len(t.spans)
             batch.parts.append(Part(tid, spans, self._rows(spans, None), t))
+        batch.parts.extend(self._conversations(now, everything))
         for tid, by_id in direct.items():
             spans = list(by_id.values())
             batch.parts.append(Part(tid, spans, self._rows(spans, self._written.get(tid)), None))
         return batch
+
+    def _conversations(self, now: float, everything: bool) -> list[Part]:
+        """The held loose calls as one part per run, once no loose call came for ``conversation_settle``."""
+        if not self._loose or not (everything or now - max(t.last_seen for t in self._loose.values())
+                                   >= self.conversation_settle):
+            return []
+        held, self._loose = self._loose, {}
+        traces = {tid: list(t.spans.values()) for tid, t in held.items()}
+        parts = []
+        try:
+            groups = group_conversations(list(traces.values()))
+        except Exception:  # noqa: BLE001 - a grouping bug costs the grouping: each call is then a run
+            log.warning("looptrace collect: could not group %d model calls into runs", len(traces), exc_info=True)
+            groups = list(traces.values())
+        for spans in groups:
+            merged = _Open(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
+            merged.spans = {s.span_id: s for s in spans}
+            self._buffered -= len(spans)
+            parts.append(Part(spans[0].trace_id, spans, self._rows(spans, None), merged))
+        return parts
 
     def _rows(self, spans: list[PlainSpan], stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
         try:
@@ -168,7 +197,7 @@ class TraceBuffer:
                 self._remember(row["trace_id"], row["span_id"], row["run_id"])
             self.stats.spans_written += len(part.spans)
             if part.held is not None:
-                self.stats.traces_written += 1
+                self.stats.traces_written += len({s.trace_id for s in part.spans})
                 self.stats.incomplete_traces += not part.held.has_root
 
     def put_back(self, parts: Sequence[Part], error: str) -> bool:
@@ -209,6 +238,15 @@ class TraceBuffer:
             old_id, old = self._written.popitem(last=False)
             self._remembered -= len(old)
             self._native.discard(old_id)
+
+
+def _loose(spans: Sequence[PlainSpan]) -> bool:
+    try:
+        return is_loose_call(spans)
+    except Exception:  # noqa: BLE001 - a mapping bug must cost the grouping, never the spans
+        log.warning("looptrace collect: could not classify trace %s", spans[0].trace_id if spans else "?",
+                    exc_info=True)
+        return False
 
 
 def spans_only(spans: Sequence[PlainSpan]) -> dict[str, list[dict[str, Any]]]:

@@ -3,10 +3,13 @@
 Three conventions describe agent loops in spans: the OTel GenAI semantic conventions, OpenInference
 (Arize Phoenix) and OpenLLMetry (Traceloop). ``classify`` reduces a span of any of them to a role: an
 agent (a run), a workflow (a run only if it makes calls itself), a model call or a tool call; the
-readers in ``attributes.py`` know each convention's attribute names. None of them says what a step
-is, so steps are derived the way looptrace's own loop defines them: within a run, model calls ordered
-by start time each open a step, and a tool call belongs to the step of the last model call started
-before it (tool calls before any model call form a leading step).
+readers in ``attributes.py`` know each convention's attribute names. A framework's envelope around one
+agent and a graph's nodes of kind AGENT are not runs (``frameworks.py``). None of the conventions says
+what a step is, so steps are derived the way looptrace's own loop defines them: within a run, each model
+call (one per call, however many instrumentors reported it) opens a step. Its tool calls are read from
+the model's own messages when the responses are known (``steps.py``); otherwise a tool span belongs to
+the step of the last model call started before it (tool spans before any model call form a leading step).
+Model calls with no span around them, one trace each, are grouped into runs first (``conversations.py``).
 
 Rows are derived from a whole trace at once: the same spans always give the same rows and ids, which
 is what lets the receiver (which buffers a trace until its root arrives) and the OTLP JSON importer
@@ -26,8 +29,11 @@ from ...records import conventions as c
 from ...records.spans import PlainSpan, rows_for_spans, ts
 from ...records.requests import RequestLog
 from ...records.text import to_json
+from .frameworks import is_envelope, is_graph_node
+from .messages import Exchange, exchange_of, fill_outputs
+from .steps import evidence_of, tool_rows
 from .attributes import (  # the span readers, shared within this package
-    AGENT, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+    AGENT, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
 )
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
@@ -58,6 +64,9 @@ class _Trace:
                     continue
                 seen.add(span.span_id)
                 role = self.roles[span.span_id]
+                if role == AGENT and (is_envelope(span.name) or agent is not None
+                                      and is_graph_node(_loads(span.attributes.get("metadata")))):
+                    role = self.roles[span.span_id] = None  # a framework's wrapper or graph node: not a run
                 if role == AGENT:
                     agent, calls = span.span_id, ()
                 elif role == WORKFLOW and agent is None and workflow is None:
@@ -99,6 +108,7 @@ class _Run:
     role: str | None
     calls: list[PlainSpan] = field(default_factory=list)
     parent_run_id: str | None = None
+    members: list[PlainSpan] = field(default_factory=list)  # every span of the run (for error evidence)
 
 
 def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
@@ -125,15 +135,43 @@ def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
     return runs, trace_run
 
 
+_SAME_REQUEST_NS = 50_000_000  # two spans of one request start this close (instrumentor and SDK)
+
+
+def _one_per_call(models: list[PlainSpan], exchanges: list[Exchange]) -> list[int]:
+    """Indexes of the model calls to keep: one per call, however many instrumentors reported it (same
+    response id, or the same request started within ``_SAME_REQUEST_NS``). The fuller record wins."""
+    keep: list[int] = []
+    for i, x in enumerate(exchanges):
+        twin = next((k for k in keep if (x.response_id is not None and x.response_id == exchanges[k].response_id)
+                     or (x.messages is not None and x.messages == exchanges[k].messages
+                         and abs((models[i].start_ns or 0) - (models[k].start_ns or 0)) < _SAME_REQUEST_NS)), None)
+        if twin is None:
+            keep.append(i)
+        elif _fullness(x) > _fullness(exchanges[twin]):
+            keep[keep.index(twin)] = i
+    return sorted(keep)
+
+
+def _fullness(x: Exchange) -> int:
+    return (x.messages is not None) + (x.output is not None) + (x.declared is not None)
+
+
 def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
               moved: dict[str, set[str]]) -> dict[str, list[dict[str, Any]]]:
     log = RequestLog()
     models = sorted((x for x in run.calls if classify(x) == MODEL), key=_order)
     tools = sorted((x for x in run.calls if classify(x) != MODEL), key=_order)
+    exchanges = [exchange_of(m.attributes) for m in models]
+    kept = _one_per_call(models, exchanges)
+    models, exchanges = [models[i] for i in kept], [exchanges[i] for i in kept]
+    # Steps from the model's own messages when its responses are known (recorded or read from the next
+    # request); else from tool spans.
+    from_messages = fill_outputs(exchanges)
     starts = [m.start_ns or 0 for m in models]
-    lead = int(bool(tools) and (not models or (tools[0].start_ns or 0) < starts[0]))
+    lead = int(not from_messages and bool(tools) and (not models or (tools[0].start_ns or 0) < starts[0]))
     steps: dict[int, dict[str, Any]] = {}
-    llm_rows, tool_rows, first_task = [], [], None
+    llm_rows, tool_rows_, first_task = [], [], None
     for i, m in enumerate(models):
         row, thought, task = _model_call(m, run.run_id, i + 1 + lead, log, moved.setdefault(m.span_id, set()))
         llm_rows.append(row)
@@ -141,20 +179,31 @@ def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
         steps[row["step"]] = _step_row(run.run_id, row["step"], row["started_at"], row["ended_at"], m.span_id,
                                        thought=thought, tokens=(row["input_tokens"], row["output_tokens"]),
                                        cost=row["cost_usd"])
-    counts: dict[int, int] = {}
-    for t in tools:
-        step = bisect.bisect_right(starts, t.start_ns or 0) + lead
-        counts[step] = counts.get(step, -1) + 1
-        row = _tool_call(t, run.run_id, step, counts[step], moved.setdefault(t.span_id, set()))
-        tool_rows.append(row)
-        s = steps.setdefault(step, _step_row(run.run_id, step, row["started_at"], None, None))
+    final: tuple[bool, Any] = (False, None)
+    if from_messages:
+        tool_rows_, final = tool_rows(run.run_id, models, exchanges, tools, evidence_of(run.members or run.calls),
+                                      moved)
+    else:
+        counts: dict[int, int] = {}
+        for t in tools:
+            step = bisect.bisect_right(starts, t.start_ns or 0) + lead
+            counts[step] = counts.get(step, -1) + 1
+            tool_rows_.append(_tool_call(t, run.run_id, step, counts[step], moved.setdefault(t.span_id, set())))
+    for row in tool_rows_:
+        s = steps.setdefault(row["step"], _step_row(run.run_id, row["step"], row["started_at"], None, None))
         if row["ended_at"] is not None and (s["ended_at"] is None or row["ended_at"] > s["ended_at"]):
             s["ended_at"] = row["ended_at"]
     last = steps[max(steps)] if steps else None
-    answer = last["thought"] if last and last["step"] not in counts else None
-    return {"run_records": [_run_row(run, source, spans, models, first_task, answer)],
+    with_tools = {row["step"] for row in tool_rows_}
+    answer = last["thought"] if last and last["step"] not in with_tools else None
+    run_row = _run_row(run, source, spans, models, first_task, answer)
+    if final[0]:  # the framework's final-answer tool says it, whatever its agent span records
+        run_row["answer"] = _text(final[1])
+    elif from_messages and answer is not None:  # the model's last words, not a framework's state object
+        run_row["answer"] = answer
+    return {"run_records": [run_row],
             "step_records": [steps[k] for k in sorted(steps)], "llm_call_records": llm_rows,
-            "tool_call_records": tool_rows}
+            "tool_call_records": tool_rows_}
 
 
 def _step_row(run_id: str, step: int, started: int | None, ended: int | None, span_id: str | None, *,
@@ -248,10 +297,14 @@ def rows_for_trace(spans: Sequence[PlainSpan], *, source: str,
     runs, trace_run = _runs(trace, new[0].trace_id)
     out: dict[str, list[dict[str, Any]]] = {}
     moved: dict[str, set[str]] = {}
+    ids = {sid: run.run_id for sid, run in runs.items()}
+    run_of = {s.span_id: trace.run_of(s.span_id, ids, trace_run) for s in new}
+    by_run = {run.run_id: run for run in runs.values()}
+    for s in new:
+        if run_of[s.span_id] in by_run:
+            by_run[run_of[s.span_id]].members.append(s)
     for run in runs.values():
         for table, rows in _run_rows(run, source, new, moved).items():
             out.setdefault(table, []).extend(rows)
-    ids = {sid: run.run_id for sid, run in runs.items()}
-    run_of = {s.span_id: trace.run_of(s.span_id, ids, trace_run) for s in new}
     out["spans"] = _span_rows(new, run_of, moved)
     return out

@@ -7,7 +7,8 @@ is its calls' actions in call order; a step without a tool call (a final answer)
 
 Whether a repeated action made progress is a separate question, asked where it matters (stagnation
 is the same action with the same observation): ``observation_key`` says when two observations are
-the same (``OBSERVATION_KEY_SQL`` in SQL).
+the same (``OBSERVATION_KEY_SQL`` in SQL), ``progress_key`` when they are the same but for clock
+readings, durations and addresses, i.e. the repeat learned nothing new (``PROGRESS_KEY_SQL``).
 
 The store keeps each call's ``action_key`` (filled by the sink), so SQL sees the same identity:
 ``STEP_ACTION_KEY_SQL`` aggregates a step's keys the way ``step_key`` does.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,7 +26,7 @@ from .text import canonical_json
 
 __all__ = [
     "call_action", "call_key", "step_key", "observation_key", "same_observation", "STEP_ACTION_KEY_SQL",
-    "OBSERVATION_KEY_SQL",
+    "OBSERVATION_KEY_SQL", "progress_key", "PROGRESS_KEY_SQL", "VOLATILE",
 ]
 
 
@@ -78,3 +80,38 @@ OBSERVATION_KEY_SQL = "md5(observation)"
 
 def same_observation(a: str | None, b: str | None) -> bool:
     return observation_key(a) == observation_key(b)
+
+
+# Did a repeated action make progress? Only if what came back changed in substance. Clock readings,
+# durations, memory addresses and ids change on every call without telling the agent anything new,
+# so they are masked; everything else (file offsets, line numbers, percentages, exit codes, counts)
+# is content: paging through a file or polling a job that advances is progress. Each pattern is
+# valid both in Python ``re`` and in DuckDB's RE2, so ``PROGRESS_KEY_SQL`` agrees with ``progress_key``.
+VOLATILE: tuple[tuple[str, str], ...] = (
+    (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "<time>"),
+    (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
+    (r"\b\d+(\.\d+)? ?(seconds|second|secs|sec|ms|us|ns|s)\b", "<duration>"),
+    (r"0x[0-9a-fA-F]+", "<address>"),
+    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<id>"),
+    (r"[ \t\r\n\f\v]+", " "),
+)
+_VOLATILE = tuple((re.compile(p, re.ASCII), r) for p, r in VOLATILE)  # RE2's \d and \b are ASCII too
+
+
+def progress_key(observation: str | None) -> str | None:
+    """Equal keys: the same observation but for its volatile parts (``VOLATILE``); None for none."""
+    if observation is None:
+        return None
+    for rx, replacement in _VOLATILE:
+        observation = rx.sub(replacement, observation)
+    return _md5(observation.strip())
+
+
+def _progress_sql() -> str:
+    expr = "observation"
+    for pattern, replacement in VOLATILE:
+        expr = f"regexp_replace({expr}, '{pattern}', '{replacement}', 'g')"
+    return f"md5(trim({expr}))"
+
+
+PROGRESS_KEY_SQL = _progress_sql()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from looptrace.tracer.records.actions import PROGRESS_KEY_SQL
+from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
@@ -41,14 +41,15 @@ FROM runs LEFT JOIN (
 # end markers (markers.py).
 STEPS_SQL = """
 SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
-       {observation_key} AS observation_key,
+       {observation_key} AS observation_key, {near_key} AS near_key,
        observation_bytes, is_error, error_type, context_tokens,
        CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN concat_ws(chr(10),
            left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
            left(CAST(events AS VARCHAR), 2000)) END AS end_text
 FROM steps {{where}}
 ORDER BY run_id, step, call_index
-""".format(observation_key=PROGRESS_KEY_SQL.replace("{", "{{").replace("}", "}}"), tail=TAIL_STEPS)  # kept for {where}
+""".format(observation_key=PROGRESS_KEY_SQL.replace("{", "{{").replace("}", "}}"),  # keeps {where} for later
+           near_key=NEAR_OBSERVATION_KEY_SQL.replace("{", "{{").replace("}", "}}"), tail=TAIL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
                 observation_key=cols["observation_key"][i], observation_bytes=cols["observation_bytes"][i] or 0,
                 is_error=bool(cols["is_error"][i]), error_type=cols["error_type"][i],
                 context_tokens=cols["context_tokens"][i], end_text=cols["end_text"][i] or None,
+                near_key=cols["near_key"][i],
             ))
     for run_id, status, model, error, answer, attributes in runs:
         yield RunView(run_id, status, tuple(steps.get(run_id, ())), model, error, answer, attributes)

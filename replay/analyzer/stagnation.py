@@ -3,8 +3,9 @@
 Repetition alone is not being stuck. Paging through a file (``scroll_down`` eleven times) or polling a
 job that advances repeats one action while each result is new: that is progress. So every check here
 pairs "the same action" (``looptrace.tracer.records.actions``, the one identity) with "the same
-outcome": the observation up to clock readings, durations and ids (``progress_key``) and whether it
-failed. An outcome already seen in the streak is no progress; the streak is stuck when enough of its
+outcome": the observation up to clock readings, durations and ids (``progress_key``), or for a long
+observation up to the values of its numbers too (``near_observation_key``: a file view whose only
+change is its line count), and whether it failed. An outcome already seen in the streak is no progress; the streak is stuck when enough of its
 calls brought none.
 """
 
@@ -22,7 +23,7 @@ def _actions(run: RunView) -> list[StepView]:
     return [s for s in run.steps if s.tool is not None]
 
 
-def stalled_streak(actions: Sequence[StepView]) -> tuple[int, int, int]:
+def stalled_streak(actions: Sequence[StepView], near_min_bytes: int) -> tuple[int, int, int]:
     """(start, length, stalled) of the streak of one repeated action with the most calls that brought
     nothing new; ``stalled`` counts its first call plus every call whose outcome was already seen."""
     best, start = (0, 0, 0), 0
@@ -30,19 +31,19 @@ def stalled_streak(actions: Sequence[StepView]) -> tuple[int, int, int]:
         if i < len(actions) and actions[i].action == actions[start].action:
             continue
         streak = actions[start:i]
-        stalled = len(streak) - len({a.outcome for a in streak}) + 1
+        stalled = len(streak) - len({a.outcome(near_min_bytes) for a in streak}) + 1
         if stalled > best[2]:
             best = (start, len(streak), stalled)
         start = i
     return best
 
 
-def _longest_cycle(actions: Sequence[StepView], max_period: int) -> tuple[int, int, int]:
+def _longest_cycle(actions: Sequence[StepView], max_period: int, near_min_bytes: int) -> tuple[int, int, int]:
     """(start, length, period) of the longest stretch where each action and its outcome equal those
     ``period`` actions earlier, for a cycle of at least two distinct actions: "edit, test, edit, test"
     with changing results is work, the same two greps with the same answers is not."""
     best = (0, 0, 0)
-    keys = [(a.action, a.outcome) for a in actions]
+    keys = [(a.action, a.outcome(near_min_bytes)) for a in actions]
     for period in range(2, max_period + 1):
         run_start = None
         for i in range(period, len(keys) + 1):
@@ -77,7 +78,7 @@ def _same_observations(actions: Sequence[StepView], t: Thresholds) -> tuple[int,
 
 def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     actions = _actions(run)
-    start, length, stalled = stalled_streak(actions)
+    start, length, stalled = stalled_streak(actions, t.near_same_min_bytes)
     if stalled >= t.repeat_min:
         a = actions[start]
         new = length - stalled + 1
@@ -87,7 +88,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
             + (" with the same result each time." if new == 1 else f"; only {new} results were new."),
             {"kind": "repeat", "repeats": length, "no_progress": stalled, "tool": a.tool, "args": a.args},
         )
-    start, length, period = _longest_cycle(actions, t.cycle_max_period)
+    start, length, period = _longest_cycle(actions, t.cycle_max_period, t.near_same_min_bytes)
     if period and length >= period * t.cycle_repeats:
         cycle = actions[start:start + period]
         return Diagnosis(

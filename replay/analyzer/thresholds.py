@@ -30,6 +30,9 @@ class Thresholds:
     same_observation_min_bytes: int = 64
     """stagnation: shorter observations ("OK", an empty output with its return code) are too generic
     to count as the same information."""
+    near_same_min_bytes: int = 1000
+    """stagnation: observations at least this long that differ only in their numbers are the same
+    outcome (a file view whose line count changed); shorter ones are not (``40% done``, an exit code)."""
     context_window: int = 0
     """context_bomb: tokens of the window for models the trace and the family table (windows.py) do not
     know; 0 means none, so such runs get no window-ratio diagnosis."""

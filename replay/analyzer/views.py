@@ -31,6 +31,7 @@ class StepView:
     call_index: int = 0
     action_key: str | None = None  # the store's key for this call (records/actions.py)
     end_text: str | None = None  # thought, observation and events of the run's last steps (for markers)
+    near_key: str | None = None  # equal keys: the same words, only numbers differ (records/actions.py)
 
     @property
     def action(self) -> str | None:
@@ -39,10 +40,11 @@ class StepView:
             return None
         return self.action_key if self.action_key is not None else call_key(self.tool, self.args)
 
-    @property
-    def outcome(self) -> tuple[str | None, bool]:
-        """What came back, for "did repeating it make progress": the observation and whether it failed."""
-        return self.observation_key, self.is_error
+    def outcome(self, near_min_bytes: int) -> tuple[str | None, bool]:
+        """What came back, for "did repeating it make progress": the observation (near-same when it is
+        at least ``near_min_bytes`` long) and whether it failed."""
+        near = self.near_key is not None and self.observation_bytes >= near_min_bytes
+        return (self.near_key if near else self.observation_key), self.is_error
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from .text import canonical_json
 __all__ = [
     "call_action", "call_key", "step_key", "observation_key", "same_observation", "STEP_ACTION_KEY_SQL",
     "OBSERVATION_KEY_SQL", "progress_key", "PROGRESS_KEY_SQL", "VOLATILE",
+    "near_observation_key", "NEAR_OBSERVATION_KEY_SQL",
 ]
 
 
@@ -84,7 +85,8 @@ def same_observation(a: str | None, b: str | None) -> bool:
 
 # Did a repeated action make progress? Only if what came back changed in substance. Clock readings,
 # durations, memory addresses and ids change on every call without telling the agent anything new,
-# so they are masked; everything else (file offsets, line numbers, percentages, exit codes, counts)
+# so they are masked (so is the line counter an interactive shell puts in front of each error);
+# everything else (file offsets, line numbers, percentages, exit codes, counts)
 # is content: paging through a file or polling a job that advances is progress. Each pattern is
 # valid both in Python ``re`` and in DuckDB's RE2, so ``PROGRESS_KEY_SQL`` agrees with ``progress_key``.
 VOLATILE: tuple[tuple[str, str], ...] = (
@@ -92,6 +94,7 @@ VOLATILE: tuple[tuple[str, str], ...] = (
     (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
     (r"\b\d+(\.\d+)? ?(seconds|second|secs|sec|ms|us|ns|s)\b", "<duration>"),
     (r"0x[0-9a-fA-F]+", "<address>"),
+    (r"\b(ba|z|da)?sh: line [0-9]+:", "sh: line <n>:"),  # the shell's input line counter, not the error
     (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<id>"),
     (r"[ \t\r\n\f\v]+", " "),
 )
@@ -107,11 +110,28 @@ def progress_key(observation: str | None) -> str | None:
     return _md5(observation.strip())
 
 
-def _progress_sql() -> str:
+# Near-same: the words are the same and only numbers differ. In a long output (a file view after an
+# edit that changed nothing but its line count) that is the same information again; in a short one
+# (``40% done`` then ``50% done``, an exit code) the number is the news. Which one applies is the
+# caller's choice, by the observation's size.
+_NUMBER = r"[0-9]+"
+
+
+def near_observation_key(observation: str | None) -> str | None:
+    """Equal keys: the same observation but for volatile parts and the values of its numbers."""
+    if observation is None:
+        return None
+    for rx, replacement in _VOLATILE:
+        observation = rx.sub(replacement, observation)
+    return _md5(re.sub(_NUMBER, "#", observation).strip())
+
+
+def _masked_sql(patterns: tuple[tuple[str, str], ...]) -> str:
     expr = "observation"
-    for pattern, replacement in VOLATILE:
+    for pattern, replacement in patterns:
         expr = f"regexp_replace({expr}, '{pattern}', '{replacement}', 'g')"
     return f"md5(trim({expr}))"
 
 
-PROGRESS_KEY_SQL = _progress_sql()
+PROGRESS_KEY_SQL = _masked_sql(VOLATILE)
+NEAR_OBSERVATION_KEY_SQL = _masked_sql((*VOLATILE, (_NUMBER, "#")))

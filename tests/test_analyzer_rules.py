@@ -112,6 +112,8 @@ def test_context_bomb_names_the_step_that_pushed_it_over() -> None:
     assert d.first_step == 4 and d.evidence["pushing_step"] == 4 and d.evidence["crossing_step"] == 5
     assert d.evidence["pushing_tokens"] == 15_000
     assert "step 4 added 15000 tokens, 12% of the window" in d.explanation
+    # 15k tokens a step from 120k at step 5: 128k is reached at step 5 + 0 + 1.
+    assert d.evidence["projected_overflow_step"] == 6
 
 
 def test_overflow_names_the_pushing_step_and_the_marker() -> None:

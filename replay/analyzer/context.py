@@ -57,6 +57,9 @@ def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
     evidence: dict[str, Any] = {"window_tokens": window}
     if peak is not None:
         evidence.update(peak_context_tokens=peak.context_tokens, peak_step=peak.step)
+    projection = _overflow_projection(sized, window, t.growth_steps) if window else None
+    if projection is not None:
+        evidence["projected_overflow_step"] = projection
     last = run.steps[-1].step if run.steps else None
     marker = run.marked("context_bomb")
     if marker is not None:
@@ -92,3 +95,15 @@ def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
                          f"{(peak.context_tokens or 0) / window:.0%} of the {window}-token window: {detail}.",
                          {**evidence, **more, "kind": "near_window"})
     return None
+
+
+def _overflow_projection(sized: Sequence[StepView], window: int, n: int) -> int | None:
+    """The step at which the context would reach the window at its growth over the last ``n`` steps."""
+    recent = sized[-n:]
+    if len(recent) < 2:
+        return None
+    growth = ((recent[-1].context_tokens or 0) - (recent[0].context_tokens or 0)) / max(1, recent[-1].step
+                                                                                          - recent[0].step)
+    if growth <= 0:
+        return None
+    return recent[-1].step + int((window - (recent[-1].context_tokens or 0)) / growth) + 1

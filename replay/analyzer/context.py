@@ -35,19 +35,33 @@ def pusher(sized: Sequence[StepView], line: float) -> tuple[StepView, StepView |
 
 def _push_evidence(steps: Sequence[StepView], crossed: StepView, before: StepView | None,
                    window: int | None) -> tuple[dict[str, Any], str]:
-    """Evidence and a sentence naming the step that pushed the prompt to ``crossed``."""
+    """Evidence and a sentence naming the step that pushed the prompt to ``crossed``: what it added is
+    the growth of the context between the two when both were measured, else its results' size."""
     if before is None:
         return ({"crossing_step": crossed.step},
                 f"the prompt was already {crossed.context_tokens} tokens at step {crossed.step}")
-    added = (crossed.context_tokens or 0) - (before.context_tokens or 0)
     calls = [s for s in steps if s.step == before.step and s.tool is not None]
     tool = max(calls, key=lambda s: s.observation_bytes).tool if calls else None
+    if crossed.context_tokens and before.context_tokens:
+        added = crossed.context_tokens - before.context_tokens
+    else:
+        added = sum(s.observation_bytes for s in calls) // 4
     share = f", {added / window:.0%} of the window" if window else ""
     what = f"the result of {tool} at step {before.step}" if tool else f"step {before.step}"
+    where = (f"bringing the prompt to {crossed.context_tokens} at step {crossed.step}" if crossed.context_tokens
+             else f"before step {crossed.step}")
     return ({"crossing_step": crossed.step, "pushing_step": before.step, "pushing_tool": tool,
              "pushing_tokens": added, "pushing_share": round(added / window, 3) if window else None},
-            f"{what} added {added} tokens{share}, bringing the prompt to {crossed.context_tokens} at "
-            f"step {crossed.step}")
+            f"{what} added {added} tokens{share}, {where}")
+
+
+def _refused(run: RunView) -> tuple[StepView, StepView | None] | None:
+    """(the step the provider refused: the last one, the step whose result went into it)."""
+    if not run.steps:
+        return None
+    last = run.steps[-1]
+    before = [s for s in run.steps if s.step < last.step and s.tool is not None]
+    return last, (before[-1] if before else None)
 
 
 def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
@@ -64,8 +78,8 @@ def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
     marker = run.marked("context_bomb")
     if marker is not None:
         found = pusher(sized, window) if window else None
-        if found is None and len(sized) >= 2:  # the window is unknown or was not reached in what we saw
-            found = sized[-1], sized[-2]
+        if found is None:  # the window is unknown or not reached in what was measured: the last request
+            found = _refused(run)
         detail = ""
         if found is not None:
             more, detail = _push_evidence(run.steps, *found, window)

@@ -72,12 +72,13 @@ def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
         return None
     kinds = sorted({str(s.error_type) for s in bad})
     tools = sorted({str(s.tool) for s in bad if s.tool})[:10]
+    unknown = sorted({str(s.tool) for s in bad if s.tool and s.error_type == "tool_not_found"})
     last = run.steps[-1].step if run.steps else None
     ending = f"; the run ended on it ({marker.text!r})." if marker else "; one of them ended the run." if ends_run else "."
     return Diagnosis(
         "hallucinated_tool", bad[0].step if bad else last, bad[-1].step if bad else last,
         f"{len(bad)} of {len(actions)} actions ({share:.0%}) called tools that do not exist"
-        + (f" ({', '.join(tools[:3])})" if tools else "") + ", broke a tool's schema or could not be parsed" + ending,
+        + (f" ({', '.join(unknown[:3])})" if unknown else "") + ", broke a tool's schema or could not be parsed" + ending,
         {"count": len(bad), "share": round(share, 3), "kinds": kinds, "tools": tools, "ends_run": ends_run,
          "steps": [s.step for s in bad][:50], **({"marker": marker.text, "format": marker.format} if marker else {})},
     )

@@ -5,8 +5,8 @@ job that advances repeats one action while each result is new: that is progress.
 pairs "the same action" (``looptrace.tracer.records.actions``, the one identity) with "the same
 outcome": the observation up to clock readings, durations and ids (``progress_key``), or for a long
 observation up to the values of its numbers too (``near_observation_key``: a file view whose only
-change is its line count), and whether it failed. An outcome already seen in the streak is no progress; the streak is stuck when enough of its
-calls brought none.
+change is its line count), and whether it failed. An outcome already seen in the streak is no
+progress; the streak is stuck when enough of its calls brought none.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ def _same_observations(actions: Sequence[StepView], t: Thresholds) -> tuple[int,
     """Consecutive different actions that all got the same (non-trivial, non-error) answer."""
     best: tuple[int, int, int] | None = None
     start = 0
+    seen = [a.outcome(t.near_same_min_bytes)[0] for a in actions]
     for i in range(1, len(actions) + 1):
         a = actions[start]
-        if i < len(actions) and actions[i].observation_key == a.observation_key:
+        if i < len(actions) and seen[i] == seen[start]:
             continue
         count = i - start
         distinct_actions = len({x.action for x in actions[start:i]})

@@ -86,52 +86,41 @@ def same_observation(a: str | None, b: str | None) -> bool:
 # Did a repeated action make progress? Only if what came back changed in substance. Clock readings,
 # durations, memory addresses and ids change on every call without telling the agent anything new,
 # so they are masked (so is the line counter an interactive shell puts in front of each error);
-# everything else (file offsets, line numbers, percentages, exit codes, counts)
-# is content: paging through a file or polling a job that advances is progress. Each pattern is
-# valid both in Python ``re`` and in DuckDB's RE2, so ``PROGRESS_KEY_SQL`` agrees with ``progress_key``.
-VOLATILE: tuple[tuple[str, str], ...] = (
-    (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "<time>"),
-    (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
-    (r"\b\d+(\.\d+)? ?(seconds|second|secs|sec|ms|us|ns|s)\b", "<duration>"),
-    (r"0x[0-9a-fA-F]+", "<address>"),
-    (r"\b(ba|z|da)?sh: line [0-9]+:", "sh: line <n>:"),  # the shell's input line counter, not the error
-    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<id>"),
-    (r"[ \t\r\n\f\v]+", " "),
+# everything else (file offsets, line numbers, percentages, exit codes, counts) is content: paging
+# through a file or polling a job that advances is progress. The patterns are one alternation, valid
+# both in Python ``re`` and in DuckDB's RE2 (leftmost-first in both, ASCII classes), so the SQL keys
+# agree with the Python ones; one regex pass keeps the analyzer's scan of every observation cheap.
+VOLATILE: tuple[str, ...] = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})?",  # ISO time
+    r"\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?\b",  # clock time
+    r"\b[0-9]+(\.[0-9]+)? ?(seconds|second|secs|sec|ms|us|ns|s)\b",  # duration
+    r"0x[0-9a-fA-F]+",  # address
+    r"\b(ba|z|da)?sh: line [0-9]+:",  # the shell's input line counter, not the error
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",  # UUID
 )
-_VOLATILE = tuple((re.compile(p, re.ASCII), r) for p, r in VOLATILE)  # RE2's \d and \b are ASCII too
+_VOLATILE_RE = "|".join(f"(?:{p})" for p in VOLATILE)
+# Volatile parts first, so a time is not read as three numbers; whitespace goes too (re-indented text
+# says the same words).
+_NUMBERS_RE = _VOLATILE_RE + "|[0-9]+|[ \\t\\r\\n\\f\\v]+"
+_VOLATILE = re.compile(_VOLATILE_RE, re.ASCII)
+_NUMBERS = re.compile(_NUMBERS_RE, re.ASCII)
 
 
 def progress_key(observation: str | None) -> str | None:
     """Equal keys: the same observation but for its volatile parts (``VOLATILE``); None for none."""
-    if observation is None:
-        return None
-    for rx, replacement in _VOLATILE:
-        observation = rx.sub(replacement, observation)
-    return _md5(observation.strip())
+    return None if observation is None else _md5(_VOLATILE.sub("~", observation))
 
 
-# Near-same: the words are the same and only numbers differ. In a long output (a file view after an
+# Near-same: the words are the same and only numbers (and spacing) differ. In a long output (a file view after an
 # edit that changed nothing but its line count) that is the same information again; in a short one
 # (``40% done`` then ``50% done``, an exit code) the number is the news. Which one applies is the
 # caller's choice, by the observation's size.
-_NUMBER = r"[0-9]+"
-
-
 def near_observation_key(observation: str | None) -> str | None:
-    """Equal keys: the same observation but for volatile parts and the values of its numbers."""
-    if observation is None:
-        return None
-    for rx, replacement in _VOLATILE:
-        observation = rx.sub(replacement, observation)
-    return _md5(re.sub(_NUMBER, "#", observation).strip())
+    """Equal keys: the same observation but for volatile parts, the values of its numbers and spacing."""
+    return None if observation is None else _md5(_NUMBERS.sub("", observation))
 
 
-def _masked_sql(patterns: tuple[tuple[str, str], ...]) -> str:
-    expr = "observation"
-    for pattern, replacement in patterns:
-        expr = f"regexp_replace({expr}, '{pattern}', '{replacement}', 'g')"
-    return f"md5(trim({expr}))"
-
-
-PROGRESS_KEY_SQL = _masked_sql(VOLATILE)
-NEAR_OBSERVATION_KEY_SQL = _masked_sql((*VOLATILE, (_NUMBER, "#")))
+# Each key is one regex pass in SQL too: measured on the shared corpus (12.6k steps, 19 MB of
+# observations) both keys together cost about 1.5 s more than a plain md5.
+PROGRESS_KEY_SQL = f"md5(regexp_replace(observation, '{_VOLATILE_RE}', '~', 'g'))"
+NEAR_OBSERVATION_KEY_SQL = f"md5(regexp_replace(observation, '{_NUMBERS_RE}', '', 'g'))"

@@ -8,6 +8,7 @@ import pytest
 
 from looptrace.replay.analyzer import analyze_store
 from looptrace.replay.analyzer.markers import MARKERS, find_markers
+from looptrace.tracer import Tracing
 from looptrace.tracer.ingest.files.importing import write_trajectories
 from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
 from looptrace.tracer.store import Store
@@ -99,3 +100,19 @@ def test_markers_through_the_store(tmp_path: Path, name: str, trajectory: Trajec
     write_trajectories(store, [trajectory])
     [result] = analyze_store(store)
     assert result.primary is not None and result.primary.label == label, (name, result.diagnoses)
+
+
+def test_a_span_event_carries_the_marker_through_the_tracer(tmp_path: Path) -> None:
+    """An Inspect-style limit event recorded on the last step span (real OTel pipeline, real store)."""
+    db = tmp_path / "events.duckdb"
+    with Tracing(db) as t:
+        with t.run("agent", task="t", model="claude-sonnet-4") as run:
+            for i in range(3):
+                with run.step(f"step {i}") as step, step.tool_call("read", {"path": f"f{i}"}) as call:
+                    call.result(f"content {i}")
+            with run.step("over") as step:
+                step.event("sample_limit", type="message", limit=50)
+            run.finish("ok")
+    [result] = analyze_store(Store(db))
+    assert result.primary is not None and result.primary.label == "cap_hit", result.diagnoses
+    assert result.primary.evidence["where"] == "step 4" and result.primary.evidence["format"].startswith("Inspect")

@@ -28,9 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = ["RunDiagnoses", "load_runs", "analyze_store", "RUNS_SQL", "STEPS_SQL"]
 
-# The run facts the rules need; the recorded attributes (the latest record's) carry end markers.
+# The run facts the rules need; the answer's ends and the recorded attributes (the latest record's)
+# carry end markers.
 RUNS_SQL = """
-SELECT run_id, status, model, error, answer, a.attributes
+SELECT run_id, status, model, error,
+       CASE WHEN length(answer) > 1000 THEN left(answer, 500) || chr(10) || right(answer, 500) ELSE answer END,
+       a.attributes
 FROM runs LEFT JOIN (
     SELECT run_id, CAST(arg_max(attributes, recorded_at) AS VARCHAR) AS attributes FROM run_records GROUP BY run_id
 ) a USING (run_id) {where} ORDER BY run_id

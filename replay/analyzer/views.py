@@ -33,9 +33,10 @@ class StepView:
     end_text: str | None = None  # thought, observation and events of the run's last steps (for markers)
     near_key: str | None = None  # equal keys: the same words, only numbers differ (records/actions.py)
 
-    @property
+    @cached_property
     def action(self) -> str | None:
-        """Equal for the same tool with the same arguments, as everywhere in looptrace."""
+        """Equal for the same tool with the same arguments, as everywhere in looptrace (computed once:
+        stores written before action keys existed have none, and every rule asks)."""
         if self.tool is None:
             return None
         return self.action_key if self.action_key is not None else call_key(self.tool, self.args)

@@ -1,11 +1,12 @@
-"""``looptrace analyze``: fill ``diagnoses`` and print each run's primary label with its evidence."""
+"""``looptrace analyze``: fill ``diagnoses`` and print each run's primary label with its evidence
+(analyze_output.py formats it)."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import shutil
 import sys
-from dataclasses import asdict, fields
+from dataclasses import fields
 
 from looptrace.tracer.cli.main import add_command
 from looptrace.tracer.store import DEFAULT_DB
@@ -16,8 +17,8 @@ __all__ = ["register"]
 def _analyze(args: argparse.Namespace) -> int:
     from looptrace.tracer.export.source import open_source
     from looptrace.tracer.store import Store, StoreError
-    from looptrace.tracer.cli.table import format_table
 
+    from .analyze_output import csv_text, json_text, rows_for, summary, table
     from .analyzer import analyze_store, load_thresholds
     from .analyzer.thresholds import Thresholds
 
@@ -33,24 +34,19 @@ def _analyze(args: argparse.Namespace) -> int:
         from .evaluation import send_and_report
 
         send_and_report(source, results, args.otlp_endpoint, sys.stderr)
-    if args.json:
-        json.dump([{"run_id": r.run_id, "status": r.status, "diagnoses": [asdict(d) for d in r.diagnoses]}
-                   for r in results], sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-        return 0
-    rows = []
-    for r in results:
-        p = r.primary
-        rows.append([r.run_id[:12], r.status, p.label if p else "(none)",
-                     ", ".join(d.label for d in r.diagnoses[1:]),
-                     f"{p.first_step}-{p.last_step}" if p and p.first_step is not None else "",
-                     p.explanation if p else "no rule explains how this run ended"])
-    print(format_table(["run", "status", "primary", "secondary", "steps", "explanation"], rows, max_cell=70))
-    counts: dict[str, int] = {}
-    for r in results:
-        key = r.primary.label if r.primary else "(none)"
-        counts[key] = counts.get(key, 0) + 1
-    print(f"{len(results)} runs analysed: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    with source.reader() as conn:
+        runs = {run_id: (agent, started) for run_id, agent, started in
+                conn.execute("SELECT run_id, agent, started_at FROM runs").fetchall()}
+    rows = rows_for(results, runs)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        sys.stdout.write(json_text(rows))
+    elif fmt == "csv":
+        sys.stdout.write(csv_text(rows))
+    else:
+        if rows:
+            print(table(rows, full=args.full, width=shutil.get_terminal_size((120, 24)).columns))
+        print(summary(rows))
     return 0
 
 
@@ -62,7 +58,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     f"looptrace analyze --db {DEFAULT_DB} --repeat-min 4")
     p.add_argument("--db", default=DEFAULT_DB, help="store path, or a Parquet export folder (read, not written)")
     p.add_argument("--run", default=None, help="analyse one run (default: all)")
-    p.add_argument("--json", action="store_true", help="print the diagnoses as JSON")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="a table sorted by run start (default), CSV, or JSON with every diagnosis")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--full", action="store_true",
+                   help="whole run ids, the whole explanation and the secondary labels in the table")
     p.add_argument("--config", default=None, help="a TOML file with an [analyzer] table of thresholds")
     p.add_argument("--otlp-endpoint", default=None, metavar="URL",
                    help="also send the diagnoses as gen_ai.evaluation.result events to this OTLP/HTTP endpoint")

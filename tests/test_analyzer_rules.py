@@ -28,8 +28,15 @@ def varied(n: int) -> list[StepView]:
 @pytest.mark.parametrize(
     ("name", "steps", "fires", "kind"),
     [
-        ("same action 5 times", varied(2) + [act(3 + i, arg="x") for i in range(5)], True, "repeat"),
-        ("same action 4 times only", varied(2) + [act(3 + i, arg="x") for i in range(4)], False, None),
+        ("same action 5 times, same result", varied(2) + [act(3 + i, arg="x", obs="same") for i in range(5)], True,
+         "repeat"),
+        ("same action 4 times only", varied(2) + [act(3 + i, arg="x", obs="same") for i in range(4)], False, None),
+        ("same action 11 times, each result new (paging)", [act(i + 1, tool="scroll_down", arg="") for i in range(11)],
+         False, None),
+        ("same action, results flip between two", [act(i + 1, arg="x", obs="ab"[i % 2]) for i in range(6)], True,
+         "repeat"),
+        ("same action, same result, but it fails then succeeds",
+         [act(i + 1, arg="x", obs="same", is_error=i % 2 == 0) for i in range(5)], False, None),
         ("cycle of 2, five times", [act(i + 1, arg="ab"[i % 2], obs="ab"[i % 2]) for i in range(10)], True,
          "cycle"),
         ("cycle of 3, five times", [act(i + 1, arg="abc"[i % 3], obs="abc"[i % 3]) for i in range(15)], True,
@@ -55,8 +62,16 @@ def test_stagnation(name: str, steps: list[StepView], fires: bool, kind: str | N
 
 
 def test_stagnation_evidence_names_the_repeated_steps() -> None:
-    d = stagnation(run(varied(3) + [act(4 + i, arg="x") for i in range(6)] + varied(2)), T)
+    d = stagnation(run(varied(3) + [act(4 + i, arg="x", obs="same") for i in range(6)] + varied(2)), T)
     assert d is not None and (d.first_step, d.last_step) == (4, 9) and d.evidence["repeats"] == 6
+    assert 'read {"path":"x"} ran 6 times in a row' in d.explanation
+
+
+def test_stagnation_explanation_clips_long_arguments() -> None:
+    long = "x" * 500
+    d = stagnation(run([act(i + 1, arg=long, obs="same") for i in range(5)]), T)
+    assert d is not None and 'read {"path":"xxxx' in d.explanation and "…" in d.explanation
+    assert len(d.explanation) < 200
 
 
 def ctx(step: int, tokens: int, obs_bytes: int = 400) -> StepView:
@@ -69,11 +84,19 @@ def ctx(step: int, tokens: int, obs_bytes: int = 400) -> StepView:
         ("provider refused the prompt", run([ctx(1, 1000), ctx(2, 150_000)], "context_overflow"), "overflow"),
         ("error text says prompt too long", run([ctx(1, 10)], "error", error="400: prompt is too long: 201000"),
          "overflow"),
-        ("one observation of 60k tokens", run([ctx(1, 1000), ctx(2, 2000, obs_bytes=240_000)]), "observation"),
-        ("context near the window", run([ctx(i + 1, 40_000 * (i + 1)) for i in range(5)]), "near_window"),
+        ("one observation of 60k tokens", run([ctx(1, 1000), ctx(2, 2000, obs_bytes=240_000)], model="claude-x"),
+         "observation"),
+        ("context near the window", run([ctx(i + 1, 40_000 * (i + 1)) for i in range(5)], model="claude-sonnet-4"),
+         "near_window"),
         ("window depends on the model", run([ctx(1, 120_000)], model="gpt-4o-2024-08-06"), "near_window"),
+        ("a 32k model", run([ctx(1, 1000), ctx(2, 30_000)], model="swe-agent-lm-32b"), "near_window"),
         ("window from the model's name", run([ctx(1, 120_000)], model="doubao-pro-128k"), "near_window"),
-        ("healthy growth", run([ctx(i + 1, 1000 * (i + 1)) for i in range(20)]), None),
+        ("unknown model: no window, no ratio", run([ctx(1, 1000), ctx(2, 2000, obs_bytes=4_000_000)], model="mystery"),
+         None),
+        ("no model: no window, no ratio", run([ctx(i + 1, 400_000 * (i + 1)) for i in range(5)]), None),
+        ("the trace's own window wins", run([ctx(1, 1000), ctx(2, 9_500)], model="claude-x",
+                                            attributes='{"context_window": 10000}'), "near_window"),
+        ("healthy growth", run([ctx(i + 1, 1000 * (i + 1)) for i in range(20)], model="claude-x"), None),
     ],
 )
 def test_context_bomb(name: str, r: RunView, kind: str | None) -> None:
@@ -81,21 +104,48 @@ def test_context_bomb(name: str, r: RunView, kind: str | None) -> None:
     assert (d.evidence["kind"] if d else None) == kind, name
 
 
-def test_context_bomb_projects_the_overflow_step() -> None:
-    d = context_bomb(run([ctx(i + 1, 40_000 * (i + 1)) for i in range(5)]), T)
-    assert d is not None
-    # 40k tokens a step from 200k at step 5: the window is reached at step 5 + 0 + 1.
+def test_context_bomb_names_the_step_that_pushed_it_over() -> None:
+    steps = [ctx(1, 1000), ctx(2, 3000), ctx(3, 5000, obs_bytes=400_000), ctx(4, 105_000), ctx(5, 120_000)]
+    d = context_bomb(run(steps, model="gpt-4o"), Thresholds(observation_share=0.9))
+    assert d is not None and d.evidence["kind"] == "near_window"
+    # 0.9 x 128k is crossed at step 5; step 4's result brought the prompt there.
+    assert d.first_step == 4 and d.evidence["pushing_step"] == 4 and d.evidence["crossing_step"] == 5
+    assert d.evidence["pushing_tokens"] == 15_000
+    assert "step 4 added 15000 tokens, 12% of the window" in d.explanation
+    # 15k tokens a step from 120k at step 5: 128k is reached at step 5 + 0 + 1.
     assert d.evidence["projected_overflow_step"] == 6
-    assert d.evidence["peak_step"] == 5 and d.first_step == 5
+
+
+def test_overflow_names_the_pushing_step_and_the_marker() -> None:
+    steps = [ctx(1, 1000), ctx(2, 2000), ctx(3, 31_000), ctx(4, 33_000)]
+    d = context_bomb(run(steps, "context_overflow", model="qwen2.5-coder-32b"), T)
+    assert d is not None and d.evidence["kind"] == "overflow" and d.first_step == 3
+    assert d.evidence["pushing_tokens"] == 2000 and "step 3" in d.explanation
+
+
+def test_a_large_result_on_a_run_that_ended_fine_is_not_the_primary_label() -> None:
+    found = diagnose(run([ctx(1, 1000), ctx(2, 2000, obs_bytes=240_000)], model="claude-x"), T)
+    assert [d.label for d in found] == ["ok", "context_bomb"]
 
 
 def test_cap_hit_says_where_the_budget_went() -> None:
     steps = varied(3) + [act(4, arg="f0"), act(5, arg="f1"), act(6, tool="nope", is_error=True,
                                                                   error_type="tool_not_found")]
     d = cap_hit(run(steps, "max_iters"), T)
-    assert d is not None and d.evidence == {"cap": "max_iters", "actions": 6, "productive": 3, "repeated": 2,
-                                            "error_recovery": 1}
+    assert d is not None and d.evidence == {"cap": "max_iters", "format": "run status", "where": "status",
+                                            "actions": 6, "productive": 3, "repeated": 2, "error_recovery": 1}
+    assert "step cap" in d.explanation
     assert cap_hit(run(steps, "ok"), T) is None
+    assert cap_hit(run(varied(300), "ok"), T) is None  # a long run that stopped by itself hit no cap
+
+
+def test_cap_from_an_end_marker_in_the_last_step() -> None:
+    steps = [*varied(4), StepView(step=5, end_text="Max rounds (20) reached.")]
+    d = cap_hit(run(steps, "ok"), T)
+    assert d is not None and d.evidence["where"] == "step 5" and "Magentic-One" in d.explanation
+    assert diagnose(run(steps, "ok"), T)[0].label == "cap_hit"
+    early = [StepView(step=1, end_text="Max rounds (20) reached."), *varied(10)[1:]]
+    assert cap_hit(run(early, "ok"), T) is None  # quoted early on, it is not how the run ended
 
 
 def bad(step: int, kind: str = "tool_not_found") -> StepView:
@@ -110,6 +160,7 @@ def bad(step: int, kind: str = "tool_not_found") -> StepView:
         ("schema errors count too", run(varied(2) + [bad(3, "invalid_arguments"), bad(4, "invalid_arguments")]), True),
         ("one recovered unknown-tool call", run([bad(1)] + varied(5)[1:]), False),
         ("an unparseable action ends the run", run(varied(9) + [bad(10, "unparseable")], "error"), True),
+        ("a format exit marker", run(varied(9), "error", error="exit status 'exit_format'"), True),
         ("ordinary tool errors are not hallucinations",
          run([act(i + 1, arg=f"x{i}", is_error=True, error_type="FileNotFoundError") for i in range(5)]), False),
     ],
@@ -121,11 +172,15 @@ def test_hallucinated_tool(name: str, r: RunView, fires: bool) -> None:
 @pytest.mark.parametrize(
     ("name", "r", "primary", "others"),
     [
-        ("loop until the cap: stagnation first", run([act(i + 1, arg="x") for i in range(30)], "max_iters"),
-         "stagnation", ["cap_hit"]),
+        ("loop until the cap: stagnation first", run([act(i + 1, arg="x", obs="same") for i in range(30)],
+                                                     "max_iters"), "stagnation", ["cap_hit"]),
+        ("paging until the cap is the cap", run([act(i + 1, tool="scroll_down", arg="") for i in range(30)],
+                                                "max_iters"), "cap_hit", []),
+        ("the framework's loop detector", run([*varied(5), StepView(step=6, end_text="Agent got stuck in a loop")],
+                                              "error"), "stagnation", []),
         ("plain cap", run(varied(30), "max_iters"), "cap_hit", []),
-        ("overflow beats the loop", run([act(i + 1, arg="x", context_tokens=50_000 * (i + 1)) for i in range(5)],
-                                        "context_overflow"), "context_bomb", ["stagnation"]),
+        ("overflow beats the loop", run([act(i + 1, arg="x", obs="same", context_tokens=50_000 * (i + 1))
+                                         for i in range(5)], "context_overflow"), "context_bomb", ["stagnation"]),
         ("healthy run", run(varied(10)), "ok", []),
         ("an error nothing explains", run(varied(3), "error"), None, []),
     ],
@@ -139,7 +194,7 @@ def test_primary_is_the_root_cause(name: str, r: RunView, primary: str | None, o
 
 def test_thresholds_come_from_a_file_then_overrides(tmp_path: Path) -> None:
     path = tmp_path / "looptrace.toml"
-    path.write_text("[analyzer]\nrepeat_min = 6\ncontext_window = 128000\n")
+    path.write_text("[analyzer]\nrepeat_min = 6\ncontext_window = 128000\n")  # for models nobody knows
     t = load_thresholds(path, repeat_min=7, cycle_repeats=None)
     assert (t.repeat_min, t.context_window, t.cycle_repeats) == (7, 128_000, T.cycle_repeats)
     path.write_text("[analyzer]\nrepeat_minimum = 6\n")

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from looptrace.tracer.records.actions import OBSERVATION_KEY_SQL
+from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
+from .markers import TAIL_STEPS
 from .rules import Diagnosis, RunView, StepView, diagnose
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -27,17 +28,31 @@ if TYPE_CHECKING:
 
 __all__ = ["RunDiagnoses", "load_runs", "analyze_store", "RUNS_SQL", "STEPS_SQL"]
 
-# The run facts the rules need.
-RUNS_SQL = "SELECT run_id, status, model, error FROM runs {where} ORDER BY run_id"
+# The run facts the rules need; the answer's ends and the recorded attributes (the latest record's)
+# carry end markers.
+RUNS_SQL = """
+SELECT run_id, status, model, error,
+       CASE WHEN length(answer) > 1000 THEN left(answer, 500) || chr(10) || right(answer, 500) ELSE answer END,
+       a.attributes
+FROM runs LEFT JOIN (
+    SELECT run_id, CAST(arg_max(attributes, recorded_at) AS VARCHAR) AS attributes FROM run_records GROUP BY run_id
+) a USING (run_id) {where} ORDER BY run_id
+"""
 
-# One row per action, in order. Observations are compared by hash, never fetched whole.
+# One row per action, in order. Observations are compared by a hash that ignores clock readings and
+# ids (records/actions.py), never fetched whole; only the last steps' texts are fetched, clipped, for
+# end markers (markers.py).
 STEPS_SQL = """
 SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
-       {observation_key} AS observation_key,
-       observation_bytes, is_error, error_type, context_tokens
+       {observation_key} AS observation_key, {near_key} AS near_key,
+       observation_bytes, is_error, error_type, context_tokens,
+       CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN concat_ws(chr(10),
+           left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
+           left(CAST(events AS VARCHAR), 2000)) END AS end_text
 FROM steps {{where}}
 ORDER BY run_id, step, call_index
-""".format(observation_key=OBSERVATION_KEY_SQL)
+""".format(observation_key=PROGRESS_KEY_SQL.replace("{", "{{").replace("}", "}}"),  # keeps {where} for later
+           near_key=NEAR_OBSERVATION_KEY_SQL.replace("{", "{{").replace("}", "}}"), tail=TAIL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -64,10 +79,11 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
                 action_key=cols["action_key"][i],
                 observation_key=cols["observation_key"][i], observation_bytes=cols["observation_bytes"][i] or 0,
                 is_error=bool(cols["is_error"][i]), error_type=cols["error_type"][i],
-                context_tokens=cols["context_tokens"][i],
+                context_tokens=cols["context_tokens"][i], end_text=cols["end_text"][i] or None,
+                near_key=cols["near_key"][i],
             ))
-    for run_id, status, model, error in runs:
-        yield RunView(run_id, status, tuple(steps.get(run_id, ())), model, error)
+    for run_id, status, model, error, answer, attributes in runs:
+        yield RunView(run_id, status, tuple(steps.get(run_id, ())), model, error, answer, attributes)
 
 
 def analyze_store(store: Store | ParquetSource, *, run_ids: Sequence[str] | None = None,

@@ -4,18 +4,17 @@ A config file holds an ``[analyzer]`` table whose keys are the field names below
 
     [analyzer]
     repeat_min = 5
-    context_window = 128000
+    context_window = 32000
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Thresholds", "DEFAULT_THRESHOLDS", "load_thresholds", "WINDOWS", "window_for"]
+__all__ = ["Thresholds", "DEFAULT_THRESHOLDS", "load_thresholds"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,12 @@ class Thresholds:
     same_observation_min_bytes: int = 64
     """stagnation: shorter observations ("OK", an empty output with its return code) are too generic
     to count as the same information."""
-    context_window: int = 200_000
-    """context_bomb: tokens of the window when the model is not in the known list."""
+    near_same_min_bytes: int = 1000
+    """stagnation: observations at least this long that differ only in their numbers are the same
+    outcome (a file view whose line count changed); shorter ones are not (``40% done``, an exit code)."""
+    context_window: int = 0
+    """context_bomb: tokens of the window for models the trace and the family table (windows.py) do not
+    know; 0 means none, so such runs get no window-ratio diagnosis."""
     context_near: float = 0.9
     """context_bomb: a context this share of the window counts as reaching it."""
     observation_share: float = 0.25
@@ -46,30 +49,6 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
-
-# Context windows in tokens by model prefix (longest prefix wins).
-WINDOWS: dict[str, int] = {
-    "claude": 200_000,
-    "gpt-4o": 128_000,
-    "gpt-4.1": 1_000_000,
-    "gemini": 1_000_000,
-    "scripted": 200_000,
-}
-
-
-_SIZE_IN_NAME = re.compile(r"(?<![0-9])(\d{1,4})k(?![a-z0-9])")
-
-
-def window_for(model: str | None, default: int) -> int:
-    """A model's window: from the known list, else from a size in its name (``...-128k``), else ``default``."""
-    if not model:
-        return default
-    name = model.lower().rsplit("/", 1)[-1]
-    best = max((p for p in WINDOWS if name.startswith(p)), key=len, default=None)
-    if best:
-        return WINDOWS[best]
-    sized = _SIZE_IN_NAME.search(name)
-    return int(sized.group(1)) * 1000 if sized else default
 
 
 def load_thresholds(path: str | Path | None = None, **overrides: Any) -> Thresholds:

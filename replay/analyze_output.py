@@ -1,0 +1,109 @@
+"""What ``looptrace analyze`` prints: a table sorted by run start, CSV or JSON. Pure formatting.
+
+The table wraps long cells instead of cutting them (an explanation cut mid-argument names the wrong
+command), and every piece of trace text goes through ``terminal.visible`` first: run ids, agents and
+explanations quote what models and tools wrote.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from looptrace.tracer.cli.terminal import visible
+
+from .analyzer import RunDiagnoses
+
+__all__ = ["Row", "rows_for", "table", "csv_text", "json_text", "summary", "FORMATS"]
+
+FORMATS = ("table", "csv", "json")
+_SENTENCE = re.compile(r"(?<=[.;:])\s")
+
+
+@dataclass(frozen=True)
+class Row:
+    result: RunDiagnoses
+    agent: str | None
+    started_at: datetime | None
+
+    @property
+    def label(self) -> str:
+        return self.result.primary.label if self.result.primary else "(none)"
+
+    def evidence(self, full: bool) -> str:
+        p = self.result.primary
+        if p is None:
+            return "no rule explains how this run ended"
+        text = p.explanation if full else _first_sentence(p.explanation)
+        steps = "" if p.first_step is None else (
+            f"step {p.first_step}: " if p.first_step == p.last_step else f"steps {p.first_step}-{p.last_step}: ")
+        also = [d.label for d in self.result.diagnoses[1:]]
+        return steps + text + (f" (also: {', '.join(also)})" if full and also else "")
+
+
+def _first_sentence(text: str) -> str:
+    parts = _SENTENCE.split(text, maxsplit=1)
+    return parts[0].rstrip(":;") if len(parts) > 1 else text
+
+
+def rows_for(results: Sequence[RunDiagnoses], runs: dict[str, tuple[str | None, datetime | None]]) -> list[Row]:
+    """Rows in order of run start (runs with no start last, then by id)."""
+    rows = [Row(r, *runs.get(r.run_id, (None, None))) for r in results]
+    return sorted(rows, key=lambda r: (r.started_at is None, r.started_at or datetime.min, r.result.run_id))
+
+
+def table(rows: Sequence[Row], *, full: bool = False, width: int | None = None) -> str:
+    t = Table(show_lines=full, expand=False, highlight=False)
+    for name, wrap in (("run", False), ("agent", True), ("label", False), ("evidence", True)):
+        t.add_column(name, no_wrap=not wrap, overflow="fold")
+    for r in rows:
+        run_id = r.result.run_id if full else r.result.run_id[:12]
+        t.add_row(*(Text(visible(x, newlines=False)) for x in (run_id, r.agent or "", r.label, r.evidence(full))))
+    console = Console(file=io.StringIO(), width=width or 120, color_system=None, markup=False, highlight=False,
+                      emoji=False, legacy_windows=False)
+    console.print(t)
+    return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
+
+
+def csv_text(rows: Sequence[Row]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["run_id", "agent", "started_at", "status", "label", "secondary", "first_step", "last_step",
+                "explanation"])
+    for r in rows:
+        p = r.result.primary
+        w.writerow([r.result.run_id, r.agent or "", r.started_at.isoformat() if r.started_at else "", r.result.status,
+                    r.label, " ".join(d.label for d in r.result.diagnoses[1:]),
+                    "" if p is None or p.first_step is None else p.first_step,
+                    "" if p is None or p.last_step is None else p.last_step,
+                    p.explanation if p else ""])
+    return out.getvalue()
+
+
+def json_text(rows: Sequence[Row]) -> str:
+    data: list[dict[str, Any]] = [
+        {"run_id": r.result.run_id, "agent": r.agent, "started_at": r.started_at, "status": r.result.status,
+         "diagnoses": [asdict(d) for d in r.result.diagnoses]} for r in rows]
+    return json.dumps(data, indent=1, default=str) + "\n"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def summary(rows: Sequence[Row]) -> str:
+    """``3 runs analysed: ok 2, stagnation 1``; ``1 run analysed: ok 1``."""
+    counts = Counter(r.label for r in rows)
+    return f"{_plural(len(rows), 'run')} analysed" + (
+        ": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else "")

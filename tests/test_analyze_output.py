@@ -1,0 +1,78 @@
+"""``looptrace analyze`` output: sorted by run start, wrapped not cut, CSV and JSON, plurals right."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from looptrace.tracer.ingest.files.importing import write_trajectories
+from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
+from looptrace.tracer.store import Store
+
+from .conftest import PYTHON, ROOT, python_env
+
+T0 = datetime(2026, 1, 2, 10, 0, 0)
+LONG_ARG = "grep -rn 'a_rather_long_pattern_name' src/some/deeply/nested/package/module_with_a_long_name.py"
+
+
+def looptrace(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+    env = {**python_env(), "COLUMNS": str(columns)}
+    done = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def trajectory(name: str, minutes: int, steps: list[ImportedStep], status: str = "ok") -> Trajectory:
+    return Trajectory(source=name, agent=f"agent-{name}", status=status, steps=steps,
+                      started_at=T0 + timedelta(minutes=minutes), ended_at=T0 + timedelta(minutes=minutes + 1))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("out") / "s.duckdb"
+    stuck = [ImportedStep(step=i + 1, tool="bash", args={"command": LONG_ARG}, observation="no match")
+             for i in range(6)]
+    fine = [ImportedStep(step=1, tool="read", args={"path": "a"}, observation="x")]
+    write_trajectories(Store(path), [trajectory("late", 30, fine), trajectory("early", 0, stuck, "max_iters"),
+                                     trajectory("middle", 10, fine)])
+    return path
+
+
+def test_table_is_sorted_by_run_start_and_wraps_instead_of_cutting(db: Path) -> None:
+    out = looptrace("analyze", "--db", str(db), columns=80).stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert re.findall(r"agent-(\w+)", out) == ["early", "middle", "late"]
+    # The stagnation row names the command with its arguments, wrapped over lines but whole.
+    assert "a_rather_long_pattern_name" in "".join(line.strip("│ ") for line in lines)
+    assert "ran 6 times in a row" in re.sub(r"[\s│]+", " ", out)
+    assert lines[-1] == "3 runs analysed: ok 2, stagnation 1"
+
+
+def test_one_run_is_one_run(db: Path, tmp_path: Path) -> None:
+    one = tmp_path / "one.duckdb"
+    write_trajectories(Store(one), [trajectory("solo", 0, [ImportedStep(step=1, thought="hi")])])
+    assert looptrace("analyze", "--db", str(one)).stdout.splitlines()[-1] == "1 run analysed: ok 1"
+
+
+def test_full_shows_the_whole_explanation_and_secondary_labels(db: Path) -> None:
+    out = re.sub(r"[\s│]+", " ", looptrace("analyze", "--db", str(db), "--full", columns=100).stdout)
+    assert "with the same result each time. (also: cap_hit)" in out
+
+
+def test_csv_and_json(db: Path) -> None:
+    rows = list(csv.DictReader(io.StringIO(looptrace("analyze", "--db", str(db), "--format", "csv").stdout)))
+    assert [r["agent"] for r in rows] == ["agent-early", "agent-middle", "agent-late"]
+    assert rows[0]["label"] == "stagnation" and rows[0]["secondary"] == "cap_hit"
+    assert "bash" in rows[0]["explanation"] and "a_rather_long_pattern_name" in rows[0]["explanation"]
+    data = json.loads(looptrace("analyze", "--db", str(db), "--format", "json").stdout)
+    assert [d["agent"] for d in data] == ["agent-early", "agent-middle", "agent-late"]
+    assert data[0]["diagnoses"][0]["label"] == "stagnation" and data[0]["started_at"].startswith("2026-01-02")

@@ -1,0 +1,103 @@
+"""Search across every run's thoughts, tool arguments and observations: named SQL, bounded, no Textual.
+
+A needle is matched case-insensitively, as a substring (``ILIKE``, with ``%`` and ``_`` in it taken
+literally) or, on request, as a regular expression (DuckDB's RE2, ``regexp_matches(..., 'i')``).
+The queries read the base tables, not the ``steps`` view: the view's full outer join of steps and
+tool calls would be built for every row of the store before the first hit could be returned.
+Hits come ordered by run, step and call (so pages are stable), ``LIMIT n + 1`` tells "more exist",
+and each hit carries a short snippet around its first match, cut in SQL so a 10 MB observation
+never leaves the database whole.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from looptrace.tracer.store import Store
+
+__all__ = ["SEARCH_LIMIT", "SNIPPET", "SearchHit", "SearchPage", "search", "like_pattern"]
+
+SEARCH_LIMIT = 100  # hits on one page
+SNIPPET = 160  # characters shown around a hit
+
+_MATCHES = {
+    "like": "{col} ILIKE $pattern ESCAPE '\\'",
+    "regex": "regexp_matches({col}, $pattern, 'i')",
+}
+_POSITION = {
+    "like": "strpos(lower(body), lower($needle))",
+    "regex": "strpos(body, regexp_extract(body, $pattern, 0, 'i'))",
+}
+
+_SEARCH_SQL = """
+WITH hits AS (
+    SELECT run_id, step, 0 AS call_index, 'thought' AS field, thought AS body
+    FROM step_records WHERE {thought}
+    UNION ALL
+    SELECT run_id, step, call_index, 'arguments', CAST(args AS VARCHAR)
+    FROM tool_call_records WHERE {args}
+    UNION ALL
+    SELECT run_id, step, call_index, 'observation', observation
+    FROM tool_call_records WHERE {observation}
+),
+page AS (
+    SELECT * FROM hits ORDER BY run_id, step, call_index, field LIMIT $limit
+)
+SELECT p.run_id, (SELECT any_value(agent) FROM run_records r WHERE r.run_id = p.run_id) AS agent,
+       p.step, p.call_index, p.field,
+       substr(p.body, greatest(1, {position} - $before), $width) AS snippet
+FROM page p
+ORDER BY p.run_id, p.step, p.call_index, p.field
+"""
+
+# The two queries, built once from fixed parts: nothing of the user's reaches the SQL text.
+SEARCH_SQL: dict[str, str] = {
+    mode: _SEARCH_SQL.format(
+        thought=match.format(col="thought"), args=match.format(col="CAST(args AS VARCHAR)"),
+        observation=match.format(col="observation"), position=_POSITION[mode],
+    )
+    for mode, match in _MATCHES.items()
+}
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    run_id: str
+    agent: str | None
+    step: int
+    call_index: int
+    field: str  # "thought", "arguments" or "observation"
+    snippet: str
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    needle: str
+    regex: bool
+    hits: list[SearchHit]
+    more: bool  # more hits exist than were fetched
+    seconds: float
+
+
+def like_pattern(needle: str) -> str:
+    """An ILIKE pattern matching ``needle`` anywhere, its ``%``, ``_`` and ``\\`` taken literally."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def search(store: Store, needle: str, *, regex: bool = False, limit: int = SEARCH_LIMIT) -> SearchPage:
+    """The first ``limit`` hits of ``needle`` in thoughts, arguments and observations of every run."""
+    if not needle:
+        return SearchPage(needle, regex, [], False, 0.0)
+    params = {
+        "pattern": needle if regex else like_pattern(needle), "limit": limit + 1,
+        "before": SNIPPET // 3, "width": SNIPPET,
+    }
+    if not regex:
+        params["needle"] = needle
+    started = time.perf_counter()
+    with store.reader(locked_down=True) as conn:
+        rows = conn.execute(SEARCH_SQL["regex" if regex else "like"], params).fetchall()
+    hits = [SearchHit(r[0], r[1], int(r[2]), int(r[3]), r[4], r[5] or "") for r in rows[:limit]]
+    return SearchPage(needle, regex, hits, len(rows) > limit, time.perf_counter() - started)

@@ -15,7 +15,7 @@ from looptrace.viewer.app import ViewerApp
 from looptrace.viewer.capture import SIZE, settle
 from looptrace.viewer.screens import SearchScreen, StepScreen, UsageScreen
 from looptrace.viewer.screens.usage import usage_cell
-from looptrace.viewer.search import like_pattern, search
+from looptrace.viewer.search import search
 from looptrace.viewer.usage import load_usage
 from looptrace.viewer.widgets import SyncedTable
 
@@ -46,7 +46,6 @@ def test_substring_search_finds_thoughts_arguments_and_observations_case_insensi
 
 def test_percent_and_underscore_are_literal_and_regex_is_opt_in(store: tuple[Path, str]) -> None:
     db, _ = store
-    assert like_pattern("100%_x\\") == "%100\\%\\_x\\\\%"
     assert len(search(Store(db), "100% of_it").hits) == 12
     assert search(Store(db), "100%%of").hits == []
     assert len(search(Store(db), "of.it").hits) == 0

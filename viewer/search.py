@@ -1,7 +1,9 @@
 """Search across every run's thoughts, tool arguments and observations: named SQL, bounded, no Textual.
 
-A needle is matched case-insensitively, as a substring (``ILIKE``, with ``%`` and ``_`` in it taken
-literally) or, on request, as a regular expression (DuckDB's RE2, ``regexp_matches(..., 'i')``).
+A needle is matched case-insensitively, as a literal substring (``contains(lower(text),
+lower(needle))``: what ``ILIKE '%needle%'`` means, but ``%`` and ``_`` need no escaping, and it is
+20-70x faster than an ILIKE with an ESCAPE clause, which DuckDB cannot turn into a substring search)
+or, on request, as a regular expression (DuckDB's RE2, ``regexp_matches(..., 'i')``).
 The queries read the base tables, not the ``steps`` view: the view's full outer join of steps and
 tool calls would be built for every row of the store before the first hit could be returned.
 Hits come ordered by run, step and call (so pages are stable), ``LIMIT n + 1`` tells "more exist",
@@ -16,17 +18,17 @@ from dataclasses import dataclass
 
 from looptrace.tracer.store import Store
 
-__all__ = ["SEARCH_LIMIT", "SNIPPET", "SearchHit", "SearchPage", "search", "like_pattern"]
+__all__ = ["SEARCH_LIMIT", "SNIPPET", "SearchHit", "SearchPage", "search"]
 
 SEARCH_LIMIT = 100  # hits on one page
 SNIPPET = 160  # characters shown around a hit
 
 _MATCHES = {
-    "like": "{col} ILIKE $pattern ESCAPE '\\'",
+    "like": "contains(lower({col}), $needle)",
     "regex": "regexp_matches({col}, $pattern, 'i')",
 }
 _POSITION = {
-    "like": "strpos(lower(body), lower($needle))",
+    "like": "strpos(lower(body), $needle)",
     "regex": "strpos(body, regexp_extract(body, $pattern, 0, 'i'))",
 }
 
@@ -80,22 +82,15 @@ class SearchPage:
     seconds: float
 
 
-def like_pattern(needle: str) -> str:
-    """An ILIKE pattern matching ``needle`` anywhere, its ``%``, ``_`` and ``\\`` taken literally."""
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 def search(store: Store, needle: str, *, regex: bool = False, limit: int = SEARCH_LIMIT) -> SearchPage:
     """The first ``limit`` hits of ``needle`` in thoughts, arguments and observations of every run."""
     if not needle:
         return SearchPage(needle, regex, [], False, 0.0)
-    params = {
-        "pattern": needle if regex else like_pattern(needle), "limit": limit + 1,
-        "before": SNIPPET // 3, "width": SNIPPET,
-    }
-    if not regex:
-        params["needle"] = needle
+    params: dict[str, object] = {"limit": limit + 1, "before": SNIPPET // 3, "width": SNIPPET}
+    if regex:
+        params["pattern"] = needle
+    else:
+        params["needle"] = needle.lower()
     started = time.perf_counter()
     with store.reader(locked_down=True) as conn:
         rows = conn.execute(SEARCH_SQL["regex" if regex else "like"], params).fetchall()

@@ -15,7 +15,7 @@ from looptrace.viewer.app import ViewerApp
 from looptrace.viewer.capture import SIZE, settle
 from looptrace.viewer.screens import SearchScreen, StepScreen, UsageScreen
 from looptrace.viewer.screens.usage import usage_cell
-from looptrace.viewer.search import search
+from looptrace.viewer.search import required_literal, search
 from looptrace.viewer.usage import load_usage
 from looptrace.viewer.widgets import SyncedTable
 
@@ -52,6 +52,26 @@ def test_percent_and_underscore_are_literal_and_regex_is_opt_in(store: tuple[Pat
     assert len(search(Store(db), r"needle-[13]\b", regex=True).hits) == 6
     assert search(Store(db), "x'); DROP TABLE step_records; --").hits == []  # a parameter, not SQL
     assert len(search(Store(db), "needle").hits) == 12
+
+
+@pytest.mark.parametrize(("pattern", "literal"), [
+    (r"src/f7\.py", "src/f7.py"), ("nowhere-[0-9]+-in", "nowhere-"), ("(foo)Bar+baz", "baz"),
+    ("abc|abd", None), ("x?yz", None), ("[", None), ("(?x)abc def", None), ("HeLLo world", "hello world"),
+])
+def test_required_literal_only_names_text_every_match_contains(pattern: str, literal: str | None) -> None:
+    assert required_literal(pattern) == literal
+
+
+def test_regex_shortcut_never_loses_a_match_that_case_folding_finds(tmp_path: Path) -> None:
+    db = tmp_path / "fold.duckdb"
+    with Tracing(db) as tracing:
+        with tracing.run("a", task="t", model="m") as run:
+            for thought in ("plain src/f7.py", "\u017frc/f7.py with a long s", "SRC/F7.PY shouting", "other"):
+                with run.step(thought):
+                    pass
+            run.finish("ok")
+    hits = search(Store(db), r"src/f7\.py", regex=True).hits  # RE2 folds U+017F to s; lower() does not
+    assert sorted(h.snippet[:5] for h in hits) == ["SRC/F", "plain", "\u017frc/f"]
 
 
 def test_results_are_bounded_and_say_more_exist(store: tuple[Path, str]) -> None:

@@ -6,8 +6,8 @@ carries its sort value in ``data-v`` so numbers sort as numbers and unknown valu
 
 from __future__ import annotations
 
-import re
 import hashlib
+import re
 from collections.abc import Sequence
 
 from .data import IndexRow, Rollup

@@ -116,6 +116,9 @@ def test_report_command_writes_a_page_and_refuses_an_unknown_run(demo: Path, tmp
                         capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    short = subprocess.run([looptrace, "report", run_id[:12], "--db", str(demo), "-o", str(tmp_path / "s.html")],
+                           capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert short.returncode == 0 and f"Run {run_id}" in (tmp_path / "s.html").read_text()  # as the viewer shows it
     bad = subprocess.run([looptrace, "report", "nope", "--db", str(demo), "-o", str(tmp_path / "n.html")],
                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
     assert bad.returncode == 1 and "no run 'nope'" in bad.stderr and not (tmp_path / "n.html").exists()
@@ -133,3 +136,11 @@ def test_a_store_without_diagnoses_says_so(tmp_path: Path) -> None:
     analyze_store(Store(db))
     report = load_report(Store(db), run.run_id)
     assert report is not None and report.primary is not None
+
+
+def test_an_ambiguous_prefix_is_refused(demo: Path, tmp_path: Path) -> None:
+    from looptrace.replay.report import ReportError
+
+    with pytest.raises(ReportError, match="several run ids"):
+        write_run(Store(demo), "", tmp_path / "x.html")
+    assert not (tmp_path / "x.html").exists()

@@ -18,13 +18,13 @@ from looptrace.tracer.store import Store
 
 from ..analyzer.thresholds import DEFAULT_THRESHOLDS, window_for
 from .queries import (
-    COUNT_CALLS_SQL, DIAGNOSES_SQL, HAS_REDACTIONS_VIEW_SQL, INDEX_SQL, REDACTION_ATTRS_SQL, REDACTIONS_VIEW_SQL,
-    ROLLUP_SQL, RUN_SQL, STEPS_SQL,
+    COUNT_CALLS_SQL, DIAGNOSES_SQL, HAS_REDACTIONS_VIEW_SQL, INDEX_SQL, PREFIX_SQL, REDACTION_ATTRS_SQL,
+    REDACTIONS_VIEW_SQL, ROLLUP_SQL, RUN_SQL, STEPS_SQL,
 )
 
 __all__ = [
     "STEP_LIMIT", "INDEX_LIMIT", "PAGE_TEXT_BUDGET", "Call", "Step", "Diagnosis", "Manifest", "RunReport",
-    "IndexRow", "Rollup", "load_report", "load_index", "load_rollups", "text_cap",
+    "IndexRow", "Rollup", "load_report", "load_index", "load_rollups", "text_cap", "resolve_run",
 ]
 
 STEP_LIMIT = 2_000  # steps shown on one page
@@ -224,6 +224,13 @@ def _manifest(conn: duckdb.DuckDBPyConnection, run_id: str) -> Manifest:
                 counts[rule] = counts.get(rule, 0) + item["count"]
     rows = tuple(sorted(counts.items()))
     return Manifest("span attributes" if rows else "none", ("rule", "count"), rows)
+
+
+def resolve_run(store: Store, run_id: str) -> list[str]:
+    """The run ids ``run_id`` names: itself, or the runs it is a prefix of (at most two: ambiguous)."""
+    with store.reader(locked_down=True) as conn:
+        found = [r for (r,) in conn.execute(PREFIX_SQL, {"prefix": run_id}).fetchall()]
+    return [run_id] if run_id in found else found
 
 
 def load_report(store: Store, run_id: str, *, limit: int = STEP_LIMIT) -> RunReport | None:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 __all__ = [
     "RUN_SQL", "STEPS_SQL", "DIAGNOSES_SQL", "HAS_REDACTIONS_VIEW_SQL", "REDACTIONS_VIEW_SQL",
-    "REDACTION_ATTRS_SQL", "INDEX_SQL", "ROLLUP_SQL", "COUNT_CALLS_SQL",
+    "REDACTION_ATTRS_SQL", "INDEX_SQL", "ROLLUP_SQL", "COUNT_CALLS_SQL", "PREFIX_SQL",
 ]
+
+# The viewer and the index show 12 characters of a run id: a unique prefix names a run.
+PREFIX_SQL = "SELECT DISTINCT run_id FROM run_records WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 2"
 
 RUN_SQL = """
 SELECT run_id, agent, left(task, 4000) AS task, model, status, started_at, ended_at, n_steps,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from looptrace.tracer.store import Store
 
-from .data import load_index, load_report, load_rollups
+from .data import load_index, load_report, load_rollups, resolve_run
 from .index import page_name, render_index
 from .page import render_run
 
@@ -27,8 +27,11 @@ def _write(path: Path, html: str) -> int:
 
 
 def write_run(store: Store, run_id: str, out: Path) -> int:
-    """Write ``run_id``'s page to ``out``; returns its size in bytes."""
-    report = load_report(store, run_id)
+    """Write the page of ``run_id`` (or of the one run it is a prefix of) to ``out``; returns its size in bytes."""
+    found = resolve_run(store, run_id)
+    if len(found) > 1:
+        raise ReportError(f"{run_id!r} is the start of several run ids ({', '.join(found)}, ...): give more of it")
+    report = load_report(store, found[0]) if found else None
     if report is None:
         raise ReportError(f"no run {run_id!r} in the store (list them with: looptrace sql \"SELECT run_id FROM runs\")")
     return _write(out, render_run(report))

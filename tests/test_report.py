@@ -144,3 +144,25 @@ def test_an_ambiguous_prefix_is_refused(demo: Path, tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="several run ids"):
         write_run(Store(demo), "", tmp_path / "x.html")
     assert not (tmp_path / "x.html").exists()
+
+
+def test_the_redaction_manifest_comes_from_span_attributes_or_a_redactions_view(tmp_path: Path) -> None:
+    db = tmp_path / "secrets.duckdb"
+    key = "sk-ant-api03-PLANTEDsecretKEY0123456789abcdef"
+    with Tracing(db) as tracing:
+        with tracing.run("a", task="t", model="m") as run:
+            with run.step("thinking") as step, step.tool_call("env", {"k": 1}) as call:
+                call.result(f"ANTHROPIC_API_KEY={key}")
+            run.finish("ok")
+    report = load_report(Store(db), run.run_id)
+    assert report is not None and report.manifest.source == "span attributes"
+    assert dict(report.manifest.rows).get("anthropic_key", 0) >= 1
+    html = render_run(report)
+    assert key not in html and "anthropic_key" in html
+    # Another part of looptrace may add a `redactions` view: when the store has one, it is shown as is.
+    with Store(db).writer() as conn:
+        conn.execute("CREATE VIEW redactions AS SELECT run_id, 'rule<b>' AS rule, 3 AS hits FROM run_records")
+    report = load_report(Store(db), run.run_id)
+    assert report is not None and report.manifest.source == "redactions view"
+    assert report.manifest.columns == ("run_id", "rule", "hits") and report.manifest.rows[0][1:] == ("rule<b>", 3)
+    assert "rule&lt;b&gt;" in render_run(report)

@@ -207,9 +207,10 @@ def _steps(rows: list[dict[str, Any]]) -> list[Step]:
 
 
 def _manifest(conn: duckdb.DuckDBPyConnection, run_id: str) -> Manifest:
-    has_view = conn.execute(HAS_REDACTIONS_VIEW_SQL).fetchone()
-    if has_view and has_view[0]:
-        cursor = conn.execute(REDACTIONS_VIEW_SQL, {"run_id": run_id})
+    found = conn.execute(HAS_REDACTIONS_VIEW_SQL).fetchone()
+    if found:
+        view = ".".join('"' + str(part).replace('"', '""') + '"' for part in (*found, "redactions"))
+        cursor = conn.execute(REDACTIONS_VIEW_SQL.format(view=view), {"run_id": run_id})
         columns = tuple(d[0] for d in cursor.description or [])
         return Manifest("redactions view", columns, tuple(tuple(r) for r in cursor.fetchall()))
     counts: dict[str, int] = {}

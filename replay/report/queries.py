@@ -48,8 +48,14 @@ LIMIT 50
 
 # Another part of looptrace may provide a `redactions` view (one row per redaction); when the store
 # has it, the report shows it as it is, whatever its columns.
-HAS_REDACTIONS_VIEW_SQL = "SELECT count(*) FROM duckdb_views() WHERE view_name = 'redactions' AND NOT internal"
-REDACTIONS_VIEW_SQL = "SELECT * FROM redactions WHERE run_id = $run_id LIMIT 500"
+# A reader session may see it in the session's own catalog (applied with the other views) or in the
+# attached store file: the session's own first. The names come from the catalog, never from input.
+HAS_REDACTIONS_VIEW_SQL = """
+SELECT database_name, schema_name FROM duckdb_views()
+WHERE view_name = 'redactions' AND NOT internal
+ORDER BY database_name = current_database() DESC, database_name LIMIT 1
+"""
+REDACTIONS_VIEW_SQL = "SELECT * FROM {view} WHERE run_id = $run_id LIMIT 500"
 
 # Else the sink's per-span summary: `looptrace.redactions` = [{"rule": ..., "count": n}, ...].
 REDACTION_ATTRS_SQL = """

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DB ?= demo.duckdb
 
-.PHONY: demo test test-fast bench lint clean
+.PHONY: demo test test-fast bench lint clean chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +16,20 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/looptrace demo --db $(DB)
 
+# The browser tests (report pages, view --web) drive Debian's chromium headless. Where apt-get cannot
+# install it (not root, no Debian), they skip and say why; everything else still runs.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } || \
+	  echo "chromium could not be installed (apt-get failed): the browser tests will skip"; }
+
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(STAMP)

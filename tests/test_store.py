@@ -17,6 +17,7 @@ from looptrace.tracer.store.migrations import migrate
 
 from .conftest import PYTHON, python_env, query
 
+_ROLLUP_COLUMNS = ["runs", "unpriced_runs", "input_tokens", "output_tokens", "tokens", "cost_usd"]
 EXPECTED_VIEWS = {
     "runs": [
         "run_id", "parent_run_id", "source", "agent", "task", "model", "status", "started_at", "ended_at",
@@ -38,6 +39,10 @@ EXPECTED_VIEWS = {
         "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
         "cost_usd", "retries", "error",
     ],
+    "run_usage": ["run_id", "agent", "model", "day", "input_tokens", "output_tokens", "cost_usd"],
+    "usage_by_agent": ["agent", *_ROLLUP_COLUMNS],
+    "usage_by_model": ["model", *_ROLLUP_COLUMNS],
+    "usage_by_day": ["day", *_ROLLUP_COLUMNS],
 }
 EXPECTED_TABLES = {
     "schema_migrations", "spans", "run_records", "step_records", "tool_call_records", "llm_call_records",

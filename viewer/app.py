@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from looptrace.tracer.export.source import open_source
 
 from .messages import OpenChildren, OpenRun
-from .screens import HelpScreen, RunScreen, RunsScreen, SqlScreen
+from .screens import HelpScreen, RunScreen, RunsScreen, SearchScreen, SqlScreen, UsageScreen
 from .screens.base import ViewerScreen
 
 __all__ = ["ViewerApp", "REFRESH_SECONDS"]
@@ -31,6 +31,8 @@ class ViewerApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("colon", "sql", "SQL"),
+        Binding("s", "search", "Search"),
+        Binding("u", "usage", "Usage"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -66,8 +68,16 @@ class ViewerApp(App[None]):
         if not isinstance(self.screen, SqlScreen):
             self.push_screen(SqlScreen(self.store))
 
+    def action_search(self) -> None:
+        if not isinstance(self.screen, SearchScreen):
+            self.push_screen(SearchScreen(self.store))
+
+    def action_usage(self) -> None:
+        if not isinstance(self.screen, UsageScreen):
+            self.push_screen(UsageScreen(self.store))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # The help and SQL keys only make sense over a viewer screen (not over the help itself).
-        if action in ("help", "sql") and not isinstance(self.screen, ViewerScreen):
+        # The help, SQL, search and usage keys only make sense over a viewer screen (not over the help).
+        if action in ("help", "sql", "search", "usage") and not isinstance(self.screen, ViewerScreen):
             return False
         return True

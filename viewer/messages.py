@@ -9,9 +9,10 @@ from textual.message import Message
 from looptrace.tracer.query.sql import QueryResult
 
 from .data import RunDetail, RunPage, RunPair, StepDetail
+from .search import SearchPage
 
 __all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "DiffLoaded", "StepLoaded", "QueryDone", "PagerReady",
-           "LoadFailed", "StepHighlighted", "StepSelected"]
+           "LoadFailed", "StepHighlighted", "StepSelected", "SearchDone", "UsageLoaded"]
 
 
 class RunsLoaded(Message):
@@ -107,3 +108,15 @@ class OpenChildren(Message):
         super().__init__()
         self.parent = parent
         self.parent_name = parent_name
+
+
+class SearchDone(Message):
+    def __init__(self, page: SearchPage) -> None:
+        super().__init__()
+        self.page = page
+
+
+class UsageLoaded(Message):
+    def __init__(self, groups: list[tuple[str, QueryResult]]) -> None:
+        super().__init__()
+        self.groups = groups

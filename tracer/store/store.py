@@ -382,4 +382,7 @@ def lockdown(conn: duckdb.DuckDBPyConnection, *, memory_limit: str = "2GB") -> N
     conn.execute("SET autoload_known_extensions = false")
     conn.execute("SET allow_community_extensions = false")
     conn.execute("SET enable_external_access = false")
+    # DuckDB draws a progress bar on stdout for a query over ~2 s: inside the viewer (a search over a
+    # million steps) that would scribble over the Textual screen. Off before the settings are locked.
+    conn.execute("SET enable_progress_bar = false")
     conn.execute("SET lock_configuration = true")

@@ -120,5 +120,65 @@ FROM llm_call_records l
 LEFT JOIN sdk ON sdk.parent_span_id = l.call_id
 """
 
-VIEWS: tuple[str, ...] = (RUNS, STEPS, TOOL_CALLS, LLM_CALLS)
-VIEW_NAMES: tuple[str, ...] = ("runs", "steps", "tool_calls", "llm_calls")
+# Roll-ups: where the tokens and the money went. `run_usage` is one row per run with its totals
+# taken the way `runs` takes them, but without the final coalesce to 0: a run whose model has no
+# price keeps a NULL cost, so a roll-up tells "unknown" (NULL, counted in `unpriced_runs`) from
+# "free" (0). sum() skips NULLs and is NULL when every value is: a group with no priced run has a
+# NULL cost, never 0.
+RUN_USAGE = """
+CREATE OR REPLACE VIEW run_usage AS
+WITH latest AS (
+    SELECT * FROM run_records
+    QUALIFY row_number() OVER (
+        PARTITION BY run_id ORDER BY (ended_at IS NOT NULL) DESC, recorded_at DESC) = 1
+),
+first_seen AS (
+    SELECT run_id, min(started_at) AS started_at FROM run_records GROUP BY run_id
+),
+step_usage AS (
+    SELECT run_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+           sum(cost_usd) AS cost_usd
+    FROM step_records GROUP BY run_id
+),
+llm_usage AS (
+    SELECT run_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+           sum(cost_usd) AS cost_usd
+    FROM llm_call_records WHERE run_id IS NOT NULL GROUP BY run_id
+)
+SELECT
+    l.run_id,
+    l.agent,
+    l.model,
+    CAST(coalesce(f.started_at, l.started_at) AS DATE) AS day,
+    coalesce(m.input_tokens, l.input_tokens, s.input_tokens) AS input_tokens,
+    coalesce(m.output_tokens, l.output_tokens, s.output_tokens) AS output_tokens,
+    coalesce(m.cost_usd, l.cost_usd, s.cost_usd) AS cost_usd
+FROM latest l
+LEFT JOIN first_seen f USING (run_id)
+LEFT JOIN step_usage s USING (run_id)
+LEFT JOIN llm_usage m USING (run_id)
+"""
+
+_ROLLUP = """
+CREATE OR REPLACE VIEW {view} AS
+SELECT {key},
+       count(*) AS runs,
+       count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_runs,
+       CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
+       CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
+       CAST(sum(input_tokens) + sum(output_tokens) AS BIGINT) AS tokens,
+       sum(cost_usd) AS cost_usd
+FROM run_usage
+GROUP BY ALL
+"""
+
+USAGE_BY_AGENT = _ROLLUP.format(view="usage_by_agent", key="agent")
+USAGE_BY_MODEL = _ROLLUP.format(view="usage_by_model", key="model")
+USAGE_BY_DAY = _ROLLUP.format(view="usage_by_day", key="day")
+
+VIEWS: tuple[str, ...] = (
+    RUNS, STEPS, TOOL_CALLS, LLM_CALLS, RUN_USAGE, USAGE_BY_AGENT, USAGE_BY_MODEL, USAGE_BY_DAY,
+)
+VIEW_NAMES: tuple[str, ...] = (
+    "runs", "steps", "tool_calls", "llm_calls", "run_usage", "usage_by_agent", "usage_by_model", "usage_by_day",
+)

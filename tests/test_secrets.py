@@ -19,7 +19,7 @@ from looptrace.loop.scripted import Script, act, finish
 from looptrace.loop.server import MessagesServer
 from looptrace.loop.tools import Tool
 from looptrace.tracer import Tracing
-from looptrace.tracer.sink.redact import Redactor, restore_env
+from looptrace.tracer.sink.redact import Hits, Redactor, restore_env
 from looptrace.tracer.store import Store
 
 API_KEY = "sk-ant-api03-PLANTEDsecretKEY0123456789abcdef"
@@ -101,14 +101,15 @@ def test_a_replay_can_put_env_secrets_back() -> None:
 
 
 def test_secret_keys_in_structures_and_json_text() -> None:
-    hits: dict[str, int] = {}
+    hits: Hits = {}
     r = Redactor(env={})
     out = r.value({"api_key": "abc", "nested": {"Authorization": "x y", "max_tokens": 5},
                    "args": json.dumps({"password": "p", "path": "a.txt"})}, hits)
     assert out["api_key"] == "[REDACTED:secret_key]" and out["nested"]["Authorization"] == "[REDACTED:secret_key]"
     assert out["nested"]["max_tokens"] == 5
     assert json.loads(out["args"]) == {"password": "[REDACTED:secret_key]", "path": "a.txt"}
-    assert hits == {"secret_key": 3}
+    assert hits == {("api_key", "secret_key"): 1, ("nested.Authorization", "secret_key"): 1,
+                    ("args.password", "secret_key"): 1}
 
 
 def test_a_raising_callback_fails_closed_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
@@ -154,7 +155,7 @@ def test_the_cheap_batch_test_never_clears_what_redaction_would_change(
     if r.may_redact(maps, texts):
         return
     for m in maps:
-        hits: dict[str, int] = {}
+        hits: Hits = {}
         assert r.attributes(m, hits) == m and not hits
     for t in texts:
         assert t is None or r.text(t) == t

@@ -109,7 +109,9 @@ def _replay_tools(
 
     def serve(name: str) -> Any:
         def run(**args: Any) -> ToolResult | str:
-            queue = queues.get((name, canonical_json(args))) if model.live_from_step is None else None
+            # Recorded arguments are redacted: look the live ones up redacted the same way.
+            key = canonical_json(model.redactor.value(args))
+            queue = queues.get((name, key)) if model.live_from_step is None else None
             if queue:
                 t = queue.popleft()
                 return ToolResult(restore_env(t.observation), t.is_error, t.error_type)

@@ -129,7 +129,7 @@ def test_manual_api(tmp_path: Path, planted: list[Planted]) -> None:
 def _fetch(planted: list[Planted]) -> Tool:
     by_kind = {p.kind: p.text for p in planted}
     return Tool("fetch", "fetch a thing", {"type": "object", "properties": {"kind": {"type": "string"}},
-                                           "required": ["kind"]}, lambda kind: f"{by_kind[kind]}\n{CANARY}")
+                                           "required": ["kind"]}, lambda kind, **_: f"{by_kind[kind]}\n{CANARY}")
 
 
 def _script(task: str, planted: list[Planted]) -> Script:

@@ -130,8 +130,8 @@ def is_secret_key(name: str) -> bool:
 # inside a log line) in free text; ``_`` is part of a name, so ``DB_PASSWORD=x`` is one name.
 # The value keeps its delimiters; only what is between them goes.
 _KEY_VALUE = re.compile(
-    r"""(?P<key>(?<![\w\-])[^\W\d][\w.\-]{0,80})(?P<close>\\?["']?)[ \t]*(?P<sep>[:=])[ \t]*"""
-    r"""(?:(?P<q>\\"|"|')(?P<quoted>(?:(?!(?P=q))[^\r\n])*)(?P=q)|(?P<bare>[^\s"'\\,;&}\])<>]+))"""
+    r"""(?P<key>(?<![\w\-])[^\W\d][\w.\-]{0,80})(?P<close>\\*["']?)[ \t]*(?P<sep>[:=])[ \t]*"""
+    r"""(?:(?P<q>\\*"|')(?P<quoted>(?:(?!(?P=q))[^\r\n])*)(?P=q)|(?P<bare>[^\s"'\\,;&}\])<>]+))"""
 )
 
 

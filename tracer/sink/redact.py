@@ -36,6 +36,7 @@ log = logging.getLogger("looptrace.redact")
 Hits = dict[tuple[str, str], int]  # (field path, rule) -> how many values it replaced there
 
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
+_SHORT = 40  # text shorter than this is searched for tells by one regex, longer by substring tests
 _MAX_DEPTH = 200  # deeper JSON is cut with a marker if it may hold a secret (the walk is recursive)
 
 # Attributes whose values looptrace generates itself (ids, hashes, enums, numbers): never secrets.
@@ -86,6 +87,12 @@ class Redactor:
         own = {**user.patterns, **self.extra_patterns}
         self._own = [Rule(name, re.compile(p), (), extend=False) for name, p in own.items()]
         self._tells = tuple(set(chain.from_iterable(r.tells for r in RULES)) | set(KEY_TELLS))
+        self._tells_but_token = tuple(t for t in self._tells if t != "token")
+        # For very short text (ids, names, numbers as text: most values) one regex call is cheaper
+        # than a Python loop over ~60 substring tests; past a few dozen characters the loop wins,
+        # since the alternation tries every position whose letter starts some tell (measured).
+        self._tell_re = re.compile("|".join("token(?!s)" if t == "token" else re.escape(t)
+                                            for t in sorted(self._tells, key=len, reverse=True)))
         self._env_escaped = [escaped for _, v in self._env_values if (escaped := _json_escaped(v))]
         self._warned = False
 
@@ -106,7 +113,7 @@ class Redactor:
 
     def _text(self, value: str, hits: Hits | None, path: str) -> str:
         folded = _fold(value)
-        present = {t for t in self._tells if t in folded}  # each tell searched for once
+        present = self._present(folded)
         for rule in RULES:
             if present.intersection(rule.tells):
                 value = self._apply(rule, value, hits, path)
@@ -179,8 +186,15 @@ class Redactor:
         folded = _fold(text) if folded is None else folded
         if env_values is None:
             env_values = (v for _, v in self._env_values)
-        return (any(t in folded for t in self._tells) or any(v in text for v in env_values)
-                or any(r.regex.search(text) for r in self._own))
+        if len(folded) < _SHORT:
+            told = self._tell_re.search(folded) is not None
+        else:
+            told = any(t in folded for t in self._tells_but_token) or _token_not_tokens(folded)
+        return told or any(v in text for v in env_values) or any(r.regex.search(text) for r in self._own)
+
+    def _present(self, folded: str) -> set[str]:
+        """The tells in ``folded``, each searched for once."""
+        return {t for t in self._tells if t in folded}
 
     def may_redact(self, attribute_maps: Sequence[Mapping[str, Any]], texts: Iterable[str | None] = ()) -> bool:
         """False only if redacting every map (as ``attributes`` does) and every text would change
@@ -237,8 +251,10 @@ class Redactor:
         return value
 
     def _string(self, value: str, hits: Hits | None, path: str, depth: int) -> str:
-        if not _looks_json(value) or not self._may_hold(value):
+        if not _looks_json(value):
             return self.text(value, hits, path)
+        if not self._may_hold(value):
+            return self._callback(value, hits, path)
         try:
             parsed = json.loads(value)
         except RecursionError:
@@ -306,6 +322,13 @@ class Redactor:
         if not self._warned:
             self._warned = True
             log.warning("looptrace: %s; such values are replaced whole", what, exc_info=True)
+
+
+def _token_not_tokens(folded: str) -> bool:
+    """Whether "token" occurs other than in "tokens". Every model call carries ``max_tokens`` and
+    ``input_tokens``; no secret key name has "tokens" in it (``rules.is_secret_key``) and no token
+    rule's tell is "token", so only the singular can lead to a redaction."""
+    return folded.count("token") > folded.count("tokens")
 
 
 def _tell_positions(text: str) -> list[int]:

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .config import load_config
-from .rules import KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, key_value_in_text
+from .rules import KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, key_value_in_text, looks_like_code
 
 __all__ = ["Redactor", "Hits", "SAFE_KEYS", "placeholder", "restore_env", "summarize"]
 
@@ -150,7 +150,8 @@ class Redactor:
                     continue
                 secret = m.group("quoted") if m.group("q") else m.group("bare")
                 if secret and is_secret_key(m.group("key")) and not secret.startswith("[REDACTED:") \
-                        and secret not in self._allow:
+                        and secret not in self._allow \
+                        and (m.group("q") or not looks_like_code(m.group("key"), secret)):
                     s, e = m.span("quoted" if m.group("q") else "bare")
                     out += [value[last:s], placeholder("secret_key")]
                     last = e

@@ -45,7 +45,7 @@ from looptrace.tracer.spans.anthropic import AnthropicInstrumentor
 from looptrace.tracer.store import Store
 
 from .conftest import PYTHON, ROOT, python_env, query
-from .secret_corpus import ENV_NAME, Planted, corpus, env_for, payload
+from .secret_corpus import Planted, corpus, env_for, payload
 from .test_ingest import post, to_otlp_json
 
 CANARY = "CANARY-stored-text-5150"

@@ -21,7 +21,7 @@ from looptrace.loop.policy import Policy
 from looptrace.loop.result import RunResult
 from looptrace.loop.tools import Tool, ToolResult
 from looptrace.tracer import Tracing
-from looptrace.tracer.sink.redact import restore_env
+from looptrace.tracer.sink.redact import Redactor, restore_env
 from looptrace.tracer.records.requests import content_sha
 from looptrace.tracer.records.text import canonical_json
 
@@ -54,6 +54,9 @@ class ReplayModel:
     drift: str | None = None
     live_from_step: int | None = None
     ran_out_at_step: int | None = None  # the loop asked for more than the recording holds
+    # Recordings hold redacted requests, hashed as redacted (records/requests.py): a live request
+    # is compared after the same redaction, so a run whose prompt held a secret replays exactly.
+    redactor: Redactor = field(default_factory=Redactor)
 
     @property
     def name(self) -> str:
@@ -78,10 +81,11 @@ class ReplayModel:
             raise ModelError(f"the recording ends after {len(calls)} model calls (step {next_step - 1}); "
                              "continuing needs a live model (--base-url)")
         recorded = calls[k]
-        if content_sha(dict(request)) != recorded.request_sha:
+        redacted = self.redactor.value(dict(request))
+        if content_sha(redacted) != recorded.request_sha:
             if self.drift is None:
                 self.drift_step = recorded.step
-                self.drift = describe_drift(recorded.request, request)
+                self.drift = describe_drift(recorded.request, redacted)
             if self.live is not None:
                 return self._go_live(request, on_retry, recorded.step)
             if self.strict:
@@ -105,7 +109,9 @@ def _replay_tools(
 
     def serve(name: str) -> Any:
         def run(**args: Any) -> ToolResult | str:
-            queue = queues.get((name, canonical_json(args))) if model.live_from_step is None else None
+            # Recorded arguments are redacted: look the live ones up redacted the same way.
+            key = canonical_json(model.redactor.value(args))
+            queue = queues.get((name, key)) if model.live_from_step is None else None
             if queue:
                 t = queue.popleft()
                 return ToolResult(restore_env(t.observation), t.is_error, t.error_type)

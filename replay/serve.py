@@ -13,6 +13,7 @@ from typing import Any
 
 from looptrace.loop.replies import Fault, Reply, ScriptItem
 from looptrace.tracer.records.requests import content_sha
+from looptrace.tracer.sink.redact import Redactor
 
 from .drift import describe_drift
 from .recording import Recording
@@ -28,8 +29,10 @@ TRANSPORT_KEYS = frozenset({"stream"})
 class RecordingHandler:
     """A ``MessagesServer`` handler serving ``recording``'s responses in order."""
 
-    def __init__(self, recording: Recording, *, lenient: bool = False) -> None:
+    def __init__(self, recording: Recording, *, lenient: bool = False, redactor: Redactor | None = None) -> None:
         self.recording = recording
+        # Recorded requests are redacted and hashed so (records/requests.py): compare likewise.
+        self.redactor = redactor if redactor is not None else Redactor()
         self.lenient = lenient
         self.served = 0
         self.drifts: list[str] = []
@@ -43,8 +46,9 @@ class RecordingHandler:
                 return Fault(400, "invalid_request_error",
                              f"looptrace replay: the recording has only {len(self.recording.calls)} model calls")
             recorded = self.recording.calls[k]
-            if content_sha(request) != recorded.request_sha:
-                what = describe_drift(recorded.request, request, max_lines=20)
+            redacted = self.redactor.value(request)
+            if content_sha(redacted) != recorded.request_sha:
+                what = describe_drift(recorded.request, redacted, max_lines=20)
                 message = f"looptrace replay: request {k + 1} (step {recorded.step}) drifted from the recording: {what}"
                 if not self.lenient:
                     self.drifts.append(message)

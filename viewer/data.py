@@ -30,7 +30,7 @@ from .filters import RunFilter
 from .format import pretty_json
 from .queries import (
     ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, ORIGIN_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
-    STEP_CALLS_SQL, STEP_LLM_SQL, TIMELINE_SQL,
+    STEP_CALLS_SQL, STEP_LLM_SQL, STEP_REDACTIONS_SQL, TIMELINE_SQL,
 )
 
 __all__ = [
@@ -46,6 +46,7 @@ TEXT_CAP = 64 * 1024  # characters of one text field shown in a step; the rest g
 CALLS_LIMIT = 32  # tool calls shown for one step (parallel calls)
 DIAGNOSES_LIMIT = 20
 LLM_CALLS_LIMIT = 10
+REDACTIONS_LIMIT = 50  # manifest rows (field, rule) shown for one step
 SQL_ROW_LIMIT = 1_000  # hard limit pushed into user queries in the SQL screen
 SQL_TIMEOUT = 10.0
 
@@ -194,6 +195,9 @@ class StepDetail:
     events: str | None  # JSON text
     started_at: datetime | None
     ended_at: datetime | None
+    # The redaction manifest of the step: (field path, rule, how many values), never the value.
+    redactions: tuple[tuple[str, str, int], ...] = ()
+    more_redactions: bool = False
 
     @property
     def hidden_bytes(self) -> int:
@@ -309,6 +313,7 @@ def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> S
         calls = _rows(conn, STEP_CALLS_SQL,
                       {"run_id": run_id, "step": step, "cap": cap, "limit": CALLS_LIMIT + 1})
         llm = _rows(conn, STEP_LLM_SQL, {"run_id": run_id, "step": step, "limit": LLM_CALLS_LIMIT + 1})
+        redacted = _rows(conn, STEP_REDACTIONS_SQL, {"run_id": run_id, "step": step, "limit": REDACTIONS_LIMIT + 1})
     if not calls:
         return None
     calls, more_calls = _bounded(calls, CALLS_LIMIT)
@@ -332,6 +337,8 @@ def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> S
         context_tokens=first["context_tokens"], cost_usd=float(first["cost_usd"] or 0.0),
         events=first["events"],
         started_at=first["started_at"], ended_at=first["ended_at"],
+        redactions=tuple((r["field"], r["rule"], int(r["n"])) for r in redacted[:REDACTIONS_LIMIT]),
+        more_redactions=len(redacted) > REDACTIONS_LIMIT,
     )
 
 

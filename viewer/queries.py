@@ -10,7 +10,7 @@ from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
 
 __all__ = [
     "SORTS", "RUNS_SQL", "RUN_COUNT_SQL", "RUN_SQL", "CHILDREN_SQL", "TIMELINE_SQL", "ACTIONS_SQL",
-    "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
+    "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "STEP_REDACTIONS_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
 ]
 
 # ORDER BY clauses the runs table can sort by: chosen by name, never built from input.
@@ -129,6 +129,14 @@ SELECT model, response_model, stop_reason, input_tokens, output_tokens, cache_re
        cache_creation_tokens, cost_usd, latency_ms, retries, left(error, 2000) AS error
 FROM llm_calls WHERE run_id = $run_id AND step = $step
 ORDER BY started_at
+LIMIT $limit
+"""
+
+# The redaction manifest of one step: where a secret was replaced and by which rule, never the value.
+STEP_REDACTIONS_SQL = """
+SELECT left(field, 200) AS field, rule, sum(n)::BIGINT AS n
+FROM redactions WHERE run_id = $run_id AND step = $step
+GROUP BY ALL ORDER BY field, rule
 LIMIT $limit
 """
 

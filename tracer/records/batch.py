@@ -28,6 +28,7 @@ KINDS: dict[str, str] = {
     "diagnosis": "diagnoses",
     "writer_stats": "writer_stats",
     "export_drop": "export_drops",
+    "redaction": "redaction_records",  # written by the sink itself: the redaction manifest
 }
 _TABLES = frozenset(KINDS.values())
 

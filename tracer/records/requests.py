@@ -6,23 +6,35 @@ call of the same run: how many of the previous request's messages it keeps (``ke
 messages it appends, and the system prompt and tool list only the first time their content is seen
 (by hash). ``rebuild_requests`` turns those rows back into whole requests for replay; the
 ``request_sha`` of the whole request lets replay verify the reconstruction.
+
+Identity is computed on the *redacted* request (``redact``, the sink's redactor): what is stored is
+redacted, so a replay rebuilds the redacted request, and a live request redacted the same way must
+hash the same. It also keeps a stored hash from fingerprinting a secret. What is recorded (the
+deltas) stays raw here: the sink redacts it and writes where it did into the manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
 from .text import canonical_json
 
-__all__ = ["content_sha", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
+__all__ = ["content_sha", "request_identity", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
+
+Redact = Callable[[Any], Any]
 
 
 def content_sha(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
+
+
+def request_identity(request: Mapping[str, Any], redact: Redact | None = None) -> str:
+    """The ``request_sha`` of a whole request, after ``redact`` (what replay compares)."""
+    return content_sha(redact(dict(request)) if redact is not None else dict(request))
 
 
 def split_request(request: Mapping[str, Any]) -> tuple[Any, Any, list[Any], dict[str, Any]]:
@@ -45,12 +57,15 @@ class EncodedRequest:
 
 
 class RequestLog:
-    """Per-run memory of what is already recorded. Thread-safe."""
+    """Per-run memory of what is already recorded. Thread-safe. ``redact`` maps a value to its
+    redacted copy; hashes that are stored are computed on what it returns."""
 
-    def __init__(self) -> None:
+    def __init__(self, redact: Redact | None = None) -> None:
+        self._redact = redact
         self._seen: set[str] = set()
         self._last_call: str | None = None
         self._last_hashes: list[str] = []
+        self._redacted: dict[str, Any] = {}  # raw message hash -> redacted message, last request's
         self._lock = Lock()
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
@@ -63,12 +78,13 @@ class RequestLog:
                     break
                 keep += 1
             base = self._last_call if keep else None
-            system_sha = content_sha(system) if system is not None else None
-            tools_sha = content_sha(tools) if tools is not None else None
+            system_sha = content_sha(self._clean(system, "system")) if system is not None else None
+            tools_sha = content_sha(self._clean(tools, "tools")) if tools is not None else None
             new_system = system if system_sha and system_sha not in self._seen else None
             new_tools = tools if tools_sha and tools_sha not in self._seen else None
             self._seen.update(s for s in (system_sha, tools_sha) if s)
             self._last_call, self._last_hashes = call_id, hashes
+            request_sha = self._identity(request, messages, hashes)
         return EncodedRequest(
             params=params,
             system_sha=system_sha,
@@ -78,8 +94,24 @@ class RequestLog:
             base_call_id=base,
             keep=keep,
             append=messages[keep:],
-            request_sha=content_sha(dict(request)),
+            request_sha=request_sha,
         )
+
+    def _clean(self, value: Any, key: str) -> Any:
+        return self._redact({key: value})[key] if self._redact is not None else value
+
+    def _identity(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> str:
+        if self._redact is None:
+            return content_sha(dict(request))
+        # Message by message, each redacted once per run (the history is resent on every call);
+        # equal to redacting the whole request, since redaction depends only on a value and its key.
+        cache = {h: self._redacted[h] if h in self._redacted else self._clean(m, "messages")
+                 for h, m in zip(hashes, messages)}
+        self._redacted = cache
+        redacted = self._redact({k: v for k, v in request.items() if k != "messages"})
+        if "messages" in request:
+            redacted["messages"] = [cache[h] for h in hashes]
+        return content_sha(redacted)
 
 
 def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -8,19 +8,21 @@ Most batches hold no secret, so one cheap test (``Redactor.may_redact``: substri
 whole batch encoded once) clears them whole; a batch it does not clear is tested column by column,
 and only the values of a column that fails are redacted one by one. What was redacted (rule and
 count, never the value) in any record of a span is added to that span's row as the attribute
-``looptrace.redactions``.
+``looptrace.redactions``; where (table, field path, rule; never the value) goes into the manifest
+table ``redaction_records``, in the same segment as the records it describes.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from itertools import chain
 from typing import Any
 
 from ..records.batch import TableData
 from ..records.text import to_json
-from .redact import Redactor, summarize
+from .redact import Hits, Redactor, summarize
 
 __all__ = ["SAFE_COLUMNS", "redact_tables"]
 
@@ -34,35 +36,80 @@ REDACTIONS = "looptrace.redactions"
 
 
 def redact_tables(tables: Mapping[str, TableData], redactor: Redactor) -> dict[str, TableData]:
-    """``tables`` with secrets replaced; tables without any are returned as they came."""
+    """``tables`` with secrets replaced, plus the manifest of what was replaced where
+    (``redaction_records``); tables without any secret are returned as they came."""
     if not redactor.enabled:
         return dict(tables)
     columns = {t: _columns(d) for t, d in tables.items()}
     candidates = {t: {k: v for k, v in cols.items() if k not in SAFE_COLUMNS} for t, cols in columns.items()}
-    if not redactor.may_redact([], _texts(chain.from_iterable(c.values() for c in candidates.values()))):
+    if not _may_redact(redactor, chain.from_iterable(c.values() for c in candidates.values())):
         return dict(tables)
     out: dict[str, TableData] = dict(tables)
-    by_span: dict[str, dict[str, int]] = {}  # what was redacted in the records of each span
+    by_span: dict[str, Hits] = {}  # what was redacted in the records of each span
+    manifest: list[dict[str, Any]] = []
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
     for table, cols in columns.items():
-        hits: list[dict[str, int]] = [{} for _ in range(_length(cols))]
+        n = _length(cols)
         changed = False
         for name, values in candidates[table].items():
-            if not redactor.may_redact([], _texts([values])):
+            if not _may_redact(redactor, [values]):
                 continue
-            cols[name] = [redactor.value(v, hits[i]) if isinstance(v, str) else v for i, v in enumerate(values)]
+            hits: list[Hits] = [{} for _ in range(n)]
+            cols[name] = [redactor.value(v, hits[i], path=name) if isinstance(v, _REDACTABLE) else v
+                          for i, v in enumerate(values)]
             changed = True
+            for i, h in enumerate(hits):
+                if h:
+                    manifest.extend(_manifest_rows(table, cols, i, h, now))
+                    span_id = (cols.get("span_id") or [None] * n)[i]
+                    if span_id is not None:
+                        merged = by_span.setdefault(span_id, {})
+                        for where, k in h.items():
+                            merged[where] = merged.get(where, 0) + k
         if changed:
             out[table] = cols
-            for span_id, h in zip(cols.get("span_id") or (), hits):
-                for rule, n in h.items():
-                    if span_id is not None:
-                        by_span.setdefault(span_id, {})[rule] = by_span.get(span_id, {}).get(rule, 0) + n
     spans = columns.get("spans")
     if by_span and spans is not None and "attributes" in spans:
         spans["attributes"] = [_with_summary(a, by_span[s]) if s in by_span else a
                                for a, s in zip(spans["attributes"], spans["span_id"])]
         out["spans"] = spans
+    if manifest:
+        out["redaction_records"] = [*(_rows(tables.get("redaction_records"))), *manifest]
     return out
+
+
+_REDACTABLE = (str, bytes, bytearray, dict, list, tuple)
+
+
+def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
+    texts: list[str] = []
+    for values in column_lists:
+        for v in values:
+            if isinstance(v, str):
+                texts.append(v)
+            elif isinstance(v, _REDACTABLE):
+                return True  # bytes or a structure: looked at value by value
+    return redactor.may_redact([], texts)
+
+
+def _manifest_rows(table: str, cols: Mapping[str, list[Any]], i: int, hits: Hits, now: datetime
+                   ) -> list[dict[str, Any]]:
+    def at(column: str) -> Any:
+        values = cols.get(column)
+        return values[i] if values is not None else None
+
+    step = at("step")
+    return [{"run_id": at("run_id"), "step": step if isinstance(step, int) else None, "span_id": at("span_id"),
+             "record": table, "field": path, "rule": rule, "n": n, "recorded_at": now}
+            for (path, rule), n in sorted(hits.items())]
+
+
+def _rows(data: TableData | None) -> list[dict[str, Any]]:
+    if data is None:
+        return []
+    if isinstance(data, Mapping):
+        return [dict(zip(data, values)) for values in zip(*data.values())]
+    return [dict(r) for r in data]
 
 
 def _columns(data: TableData) -> dict[str, list[Any]]:
@@ -76,11 +123,7 @@ def _length(cols: Mapping[str, Sequence[Any]]) -> int:
     return len(next(iter(cols.values()), ()))
 
 
-def _texts(column_lists: Any) -> list[str]:
-    return [v for values in column_lists for v in values if isinstance(v, str)]
-
-
-def _with_summary(attributes: str | None, hits: dict[str, int]) -> str:
+def _with_summary(attributes: str | None, hits: Hits) -> str:
     parsed = json.loads(attributes) if attributes else {}
     parsed[REDACTIONS] = to_json(summarize(hits))
     return to_json(parsed)

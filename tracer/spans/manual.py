@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
@@ -86,13 +86,15 @@ class Run(_SpanScope):
         links: Mapping[str, Any] | None = None,
         config: Mapping[str, Any] | None = None,
         capture_content: bool = True,
+        redact: Callable[[Any], Any] | None = None,
     ) -> None:
         self.tracer = tracer
         self.agent = agent
         self.run_id = run_id or uuid.uuid4().hex
         self.model = model
         self.capture_content = capture_content
-        self.requests = RequestLog()
+        # ``redact``: the sink's redactor, so request hashes are of the request as stored (replay).
+        self.requests = RequestLog(redact)
         self.status: str | None = None
         self.answer: str | None = None
         self._steps = 0

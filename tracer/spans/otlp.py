@@ -23,14 +23,15 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import Status
+from opentelemetry.trace import Link, Status
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from ..records import conventions as c
 from .forking import at_fork
 from ..records.spans import attributes_of, events_of
-from ..sink.redact import Redactor, summarize
+from ..sink.redact import Hits, Redactor, summarize
 from ..records.text import to_json
 
 if TYPE_CHECKING:
@@ -227,27 +228,37 @@ class RedactingSpanExporter(SpanExporter):
         self.redactor = redactor
 
     def _redact(self, span: ReadableSpan) -> ReadableSpan:
-        hits: dict[str, int] = {}
-        attributes = self.redactor.attributes(dict(span.attributes or {}), hits)
-        events = [Event(e.name, self.redactor.attributes(dict(e.attributes or {}), hits), e.timestamp)
+        # Everything a span carries that may hold text: name, attributes, event names and
+        # attributes, status message, links' attributes and the resource's attributes.
+        hits: Hits = {}
+        r = self.redactor
+        attributes = r.attributes(dict(span.attributes or {}), hits)
+        events = [Event(r.text(e.name, hits), r.attributes(dict(e.attributes or {}), hits), e.timestamp)
                   for e in span.events]
         status = span.status
         if status.description:
-            status = Status(status.status_code, self.redactor.text(status.description, hits))
+            status = Status(status.status_code, r.text(status.description, hits))
+        links = [Link(link.context, r.attributes(dict(link.attributes or {}), hits)) for link in span.links]
+        resource = span.resource
+        if resource is not None and resource.attributes:
+            resource = Resource(r.attributes(dict(resource.attributes), hits), resource.schema_url)
         if hits:
             attributes["looptrace.redactions"] = to_json(summarize(hits))
         return ReadableSpan(
-            name=span.name, context=span.context, parent=span.parent, resource=span.resource,
-            attributes=attributes, events=events, links=span.links, kind=span.kind, status=status,
+            name=r.text(span.name, hits), context=span.context, parent=span.parent, resource=resource,
+            attributes=attributes, events=events, links=links, kind=span.kind, status=status,
             start_time=span.start_time, end_time=span.end_time, instrumentation_scope=span.instrumentation_scope,
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             maps = [attributes_of(s) for s in spans] + [e.attributes or {} for s in spans for e in events_of(s)]
+            maps += [link.attributes or {} for s in spans for link in s.links]
+            maps += list({id(s.resource): s.resource.attributes for s in spans if s.resource is not None}.values())
+            texts = [s.status.description for s in spans] + [s.name for s in spans] + \
+                [e.name for s in spans for e in events_of(s)]
             # One cheap test clears most batches whole (see Redactor.may_redact).
-            redacted = [self._redact(s) for s in spans] \
-                if self.redactor.may_redact(maps, [s.status.description for s in spans]) else spans
+            redacted = [self._redact(s) for s in spans] if self.redactor.may_redact(maps, texts) else spans
         except Exception:  # noqa: BLE001 - never send what could not be redacted
             log.warning("looptrace: could not redact %d spans; they were not sent", len(spans), exc_info=True)
             return SpanExportResult.FAILURE

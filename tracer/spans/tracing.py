@@ -111,6 +111,8 @@ class Tracing:
     def run(self, agent: str, **kwargs: Any) -> Run:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""
         kwargs.setdefault("capture_content", self.capture_content)
+        # Request identity is computed on the request as the sink will store it (records/requests.py).
+        kwargs.setdefault("redact", self.redactor.value if self.redactor.enabled else None)
         return Run(self.tracer, agent, **kwargs)
 
     def flush(self) -> bool:

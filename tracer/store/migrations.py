@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..records.actions import call_key
 from .errors import StoreError
-from .tables import EXPORT_DROPS, SCHEMA_MIGRATIONS, TABLES
+from .tables import EXPORT_DROPS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEW_NAMES, VIEWS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version"]
@@ -52,11 +52,17 @@ def _m004_action_key(conn: duckdb.DuckDBPyConnection) -> None:
         conn.execute("UPDATE tool_call_records SET action_key = keys.k FROM keys WHERE tool_call_records.rowid = keys.rid")
 
 
+def _m005_redaction_manifest(conn: duckdb.DuckDBPyConnection) -> None:
+    # Where the sink redacted what, by which rule (never the value): the `redactions` view.
+    conn.execute(REDACTION_RECORDS)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
     (3, "export_drops", _m003_export_drops),
     (4, "action_key", _m004_action_key),
+    (5, "redaction_manifest", _m005_redaction_manifest),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -7,7 +7,7 @@ its totals) are computed by the views in ``views.py``, never stored twice.
 
 from __future__ import annotations
 
-__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS"]
+__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS", "REDACTION_RECORDS"]
 
 SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -163,6 +163,21 @@ CREATE TABLE export_drops (
     recorded_at TIMESTAMP NOT NULL
 )"""
 
+# Schema version 5: the redaction manifest. One row per (record, field, rule) where the sink
+# replaced a secret: where and by which rule, never the value. Written in the same segment as the
+# records it describes. Not in TABLES, which is what migration 1 creates.
+REDACTION_RECORDS = """
+CREATE TABLE redaction_records (
+    run_id      VARCHAR,
+    step        INTEGER,
+    span_id     VARCHAR,
+    record      VARCHAR NOT NULL,
+    field       VARCHAR NOT NULL,
+    rule        VARCHAR NOT NULL,
+    n           BIGINT NOT NULL,
+    recorded_at TIMESTAMP NOT NULL
+)"""
+
 TABLES: dict[str, str] = {
     "spans": SPANS,
     "run_records": RUN_RECORDS,
@@ -184,4 +199,5 @@ RECORD_TABLES: tuple[str, ...] = (
     "diagnoses",
     "writer_stats",
     "export_drops",
+    "redaction_records",
 )

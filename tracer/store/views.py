@@ -176,9 +176,28 @@ USAGE_BY_AGENT = _ROLLUP.format(view="usage_by_agent", key="agent")
 USAGE_BY_MODEL = _ROLLUP.format(view="usage_by_model", key="model")
 USAGE_BY_DAY = _ROLLUP.format(view="usage_by_day", key="day")
 
+# The redaction manifest: where a secret was replaced and by which rule, never the value. A span's
+# row takes the step of the step, tool call or model call the span recorded.
+REDACTIONS = """
+CREATE OR REPLACE VIEW redactions AS
+WITH span_steps AS (
+    SELECT span_id, any_value(step) AS step FROM (
+        SELECT span_id, step FROM step_records UNION ALL
+        SELECT span_id, step FROM tool_call_records UNION ALL
+        SELECT span_id, step FROM llm_call_records)
+    WHERE span_id IS NOT NULL GROUP BY span_id
+)
+SELECT r.run_id, coalesce(r.step, s.step) AS step, r.record, r.field, r.rule, sum(r.n)::BIGINT AS n,
+       min(r.recorded_at) AS recorded_at
+FROM redaction_records r
+LEFT JOIN span_steps s USING (span_id)
+GROUP BY ALL
+"""
+
 VIEWS: tuple[str, ...] = (
-    RUNS, STEPS, TOOL_CALLS, LLM_CALLS, RUN_USAGE, USAGE_BY_AGENT, USAGE_BY_MODEL, USAGE_BY_DAY,
+    RUNS, STEPS, TOOL_CALLS, LLM_CALLS, RUN_USAGE, USAGE_BY_AGENT, USAGE_BY_MODEL, USAGE_BY_DAY, REDACTIONS,
 )
 VIEW_NAMES: tuple[str, ...] = (
     "runs", "steps", "tool_calls", "llm_calls", "run_usage", "usage_by_agent", "usage_by_model", "usage_by_day",
+    "redactions",
 )

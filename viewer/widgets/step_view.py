@@ -16,6 +16,7 @@ from ..badges import status_badge
 from ..data import TEXT_CAP, ModelCall, StepDetail, ToolCallDetail
 from ..format import fmt_bytes, fmt_cost, fmt_int, fmt_time, pretty_json
 from ..safe import safe
+from .redaction_list import redactions_text
 
 __all__ = ["StepView", "step_text", "DISPLAY_BUDGET"]
 
@@ -103,6 +104,7 @@ def step_text(d: StepDetail) -> Text:
     if d.events and d.events not in ("[]", "null"):
         text.append_text(_heading("events"))
         text.append("\n").append_text(safe(pretty_json(d.events)))
+    text.append_text(redactions_text(d.redactions, d.more_redactions))
     return text
 
 

@@ -155,14 +155,9 @@ def test_the_redaction_manifest_comes_from_span_attributes_or_a_redactions_view(
                 call.result(f"ANTHROPIC_API_KEY={key}")
             run.finish("ok")
     report = load_report(Store(db), run.run_id)
-    assert report is not None and report.manifest.source == "span attributes"
-    assert dict(report.manifest.rows).get("anthropic_key", 0) >= 1
+    # The store's `redactions` view (the manifest the sink writes) is shown as is: rule and where, no value.
+    assert report is not None and report.manifest.source == "redactions view"
+    rule = report.manifest.columns.index("rule")
+    assert "anthropic_key" in {row[rule] for row in report.manifest.rows}
     html = render_run(report)
     assert key not in html and "anthropic_key" in html
-    # Another part of looptrace may add a `redactions` view: when the store has one, it is shown as is.
-    with Store(db).writer() as conn:
-        conn.execute("CREATE VIEW redactions AS SELECT run_id, 'rule<b>' AS rule, 3 AS hits FROM run_records")
-    report = load_report(Store(db), run.run_id)
-    assert report is not None and report.manifest.source == "redactions view"
-    assert report.manifest.columns == ("run_id", "rule", "hits") and report.manifest.rows[0][1:] == ("rule<b>", 3)
-    assert "rule&lt;b&gt;" in render_run(report)

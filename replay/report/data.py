@@ -16,7 +16,7 @@ import duckdb
 
 from looptrace.tracer.store import Store
 
-from ..analyzer.thresholds import DEFAULT_THRESHOLDS, window_for
+from ..analyzer.windows import window_for
 from .queries import (
     COUNT_CALLS_SQL, DIAGNOSES_SQL, HAS_REDACTIONS_VIEW_SQL, INDEX_SQL, PREFIX_SQL, REDACTION_ATTRS_SQL,
     REDACTIONS_VIEW_SQL, ROLLUP_SQL, RUN_SQL, STEPS_SQL,
@@ -138,7 +138,7 @@ class RunReport:
     steps: tuple[Step, ...]
     more_steps: bool
     manifest: Manifest
-    window: int  # the model's context window, in tokens
+    window: int | None  # the model's context window, in tokens; None for a model the window table lacks
     text_cap: int  # characters kept of each text field
 
     @property
@@ -259,7 +259,7 @@ def load_report(store: Store, run_id: str, *, limit: int = STEP_LIMIT) -> RunRep
         input_tokens=int(r["input_tokens"] or 0), output_tokens=int(r["output_tokens"] or 0),
         cost_usd=float(r["cost_usd"] or 0.0), answer=r["answer"], error=r["error"],
         diagnoses=found_diagnoses, steps=tuple(steps[:limit]), more_steps=len(steps) > limit,
-        manifest=manifest, window=declared or window_for(r["model"], DEFAULT_THRESHOLDS.context_window),
+        manifest=manifest, window=declared or window_for(r["model"]),
         text_cap=cap,
     )
 

@@ -17,7 +17,7 @@ __all__ = ["render_run", "over_step"]
 def over_step(report: RunReport) -> int | None:
     """The step that pushed the context over the window, else the one a context-bomb finding names."""
     for s in report.steps:
-        if (s.prompt_tokens or 0) >= report.window:
+        if report.window is not None and (s.prompt_tokens or 0) >= report.window:
             return s.step
     for d in report.diagnoses:
         if d.label == "context_bomb":
@@ -94,7 +94,8 @@ def render_run(r: RunReport) -> str:
         f"{_header(r)}"
         f"<h2>Diagnosis</h2>{_diagnoses(r)}"
         f"<h2>Context growth</h2>"
-        f'<p class="mut">Prompt tokens sent at each step; the model\'s window is {number(r.window)} tokens.</p>'
+        f'<p class="mut">Prompt tokens sent at each step; the model\'s window is '
+        f'{number(r.window) + " tokens" if r.window is not None else "unknown"}.</p>'
         f"{context_plot(points, r.window, over_step(r))}"
         f"<h2>Steps</h2>{more}{''.join(_step(s, evidence) for s in r.steps)}"
         f"<h2>Redactions</h2>{_manifest(r.manifest)}"

@@ -19,13 +19,13 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 16, 28
 _MAX_MARKERS = 300  # beyond this many steps only the line is drawn: the page stays small
 
 
-def context_plot(points: Sequence[tuple[int, int]], window: int, over_step: int | None) -> str:
+def context_plot(points: Sequence[tuple[int, int]], window: int | None, over_step: int | None) -> str:
     """``points`` are (step, prompt tokens); returns an ``<svg>`` element (empty note if none)."""
     if not points:
         return '<p class="mut">No step recorded its prompt size.</p>'
     peak = max(t for _, t in points)
-    window_on_scale = peak >= window / 2
-    top = max(peak, window if window_on_scale else 0) * 1.08 or 1
+    window_on_scale = window is not None and peak >= window / 2
+    top = max(peak, window if window is not None and window_on_scale else 0) * 1.08 or 1
     first, last = points[0][0], points[-1][0]
     span = max(1, last - first)
     w, h = WIDTH - _LEFT - _RIGHT, HEIGHT - _TOP - _BOTTOM
@@ -44,7 +44,9 @@ def context_plot(points: Sequence[tuple[int, int]], window: int, over_step: int 
              f'<text x="{_LEFT - 6}" y="{_TOP + h}" text-anchor="end">0</text>',
              f'<text x="{_LEFT}" y="{HEIGHT - 8}">step {first}</text>',
              f'<text x="{_LEFT + w}" y="{HEIGHT - 8}" text-anchor="end">step {last}</text>']
-    if window_on_scale:
+    if window is None:
+        parts.append(f'<text x="{_LEFT + 8}" y="{_TOP + 10}">window unknown for this model</text>')
+    elif window_on_scale:
         parts.append(f'<line class="window" x1="{_LEFT}" y1="{y(window):.1f}" x2="{_LEFT + w}" y2="{y(window):.1f}" '
                      f'stroke="#b42318" stroke-dasharray="6 4"/>'
                      f'<text x="{_LEFT + 4}" y="{y(window) - 4:.1f}" style="fill:#b42318">'

@@ -7,6 +7,7 @@ in one short transaction that replaces the analysed runs' earlier diagnoses.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,6 +39,13 @@ SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key
 FROM steps {{where}}
 ORDER BY run_id, step, call_index
 """.format(observation_key=OBSERVATION_KEY_SQL)
+_STEP_COLUMNS = ("run_id", "step", "call_index", "tool", "args", "action_key", "observation_key",
+                 "observation_bytes", "is_error", "error_type", "context_tokens")
+
+# Rows per Arrow batch while streaming steps, and DuckDB's memory cap for the ordered scan: together
+# with one run's StepViews they bound the analyzer's memory, whatever the size of the store.
+BATCH_SIZE = 50_000
+SORT_MEMORY = "1GB"
 
 
 @dataclass(frozen=True)
@@ -51,32 +59,65 @@ class RunDiagnoses:
         return self.diagnoses[0] if self.diagnoses else None
 
 
-def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = None) -> Iterator[RunView]:
+def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = None, *,
+              batch_size: int = BATCH_SIZE) -> Iterator[RunView]:
+    """Each run with its steps, in run_id order, one run at a time.
+
+    Both queries are ordered by run_id, so a run is complete as soon as the step stream passes it:
+    only one Arrow batch and the run being assembled are held, never the whole ``steps`` table
+    (the old loader kept every StepView of the store, ~800 B a step, before diagnosing any run).
+    """
     where, params = ("WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(run_ids)]) if run_ids else ("", [])
     runs = conn.execute(RUNS_SQL.format(where=where), params).fetchall()
-    steps: dict[str, list[StepView]] = {}
-    reader = conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size=100_000)
-    for batch in reader:
-        cols = batch.to_pydict()
-        for i in range(batch.num_rows):
-            steps.setdefault(cols["run_id"][i], []).append(StepView(
-                step=cols["step"][i], call_index=cols["call_index"][i], tool=cols["tool"][i], args=cols["args"][i],
-                action_key=cols["action_key"][i],
-                observation_key=cols["observation_key"][i], observation_bytes=cols["observation_bytes"][i] or 0,
-                is_error=bool(cols["is_error"][i]), error_type=cols["error_type"][i],
-                context_tokens=cols["context_tokens"][i],
-            ))
+    steps = _step_groups(conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size))
+    pending: tuple[str, list[StepView]] | None = next(steps, None)
     for run_id, status, model, error in runs:
-        yield RunView(run_id, status, tuple(steps.get(run_id, ())), model, error)
+        # Steps of run ids the runs view lacks (a run record never written) are skipped, as before.
+        while pending is not None and pending[0] < run_id:
+            pending = next(steps, None)
+        own: list[StepView] = []
+        if pending is not None and pending[0] == run_id:
+            own = pending[1]
+            pending = next(steps, None)
+        yield RunView(run_id, status, tuple(own), model, error)
+
+
+def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepView]]]:
+    """(run_id, its steps) for consecutive rows of one run; rows with no run_id are dropped."""
+    current: str | None = None
+    group: list[StepView] = []
+    for batch in reader:
+        cols = [batch.column(name).to_pylist() for name in _STEP_COLUMNS]
+        for run_id, step, call_index, tool, args, action_key, obs_key, obs_bytes, is_error, error_type, ctx \
+                in zip(*cols):
+            if run_id != current:
+                if current is not None:
+                    yield current, group
+                current, group = run_id, []
+            group.append(StepView(
+                step=step, call_index=call_index, tool=tool, args=args, action_key=action_key,
+                observation_key=obs_key, observation_bytes=obs_bytes or 0, is_error=bool(is_error),
+                error_type=error_type, context_tokens=ctx,
+            ))
+    if current is not None:
+        yield current, group
 
 
 def analyze_store(store: Store | ParquetSource, *, run_ids: Sequence[str] | None = None,
                   thresholds: Thresholds = DEFAULT_THRESHOLDS, write: bool = True) -> list[RunDiagnoses]:
     with store.reader(locked_down=False) as conn:
+        _bound_memory(conn)
         results = [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn, run_ids)]
     if write and results:
         _write(store, results)
     return results
+
+
+def _bound_memory(conn: duckdb.DuckDBPyConnection) -> None:
+    """Let DuckDB's ORDER BY spill to disk instead of holding the whole sorted store in memory."""
+    conn.execute(f"SET memory_limit = '{SORT_MEMORY}'")
+    conn.execute("SET preserve_insertion_order = false")
+    conn.execute("SET temp_directory = ?", [tempfile.gettempdir()])
 
 
 def _rows(results: Sequence[RunDiagnoses]) -> list[dict[str, Any]]:

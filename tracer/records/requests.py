@@ -10,19 +10,14 @@ messages it appends, and the system prompt and tool list only the first time the
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-from .text import canonical_json
+from .digests import ConversationDigest, content_sha
 
 __all__ = ["content_sha", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
-
-
-def content_sha(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
 
 
 def split_request(request: Mapping[str, Any]) -> tuple[Any, Any, list[Any], dict[str, Any]]:
@@ -45,26 +40,30 @@ class EncodedRequest:
 
 
 class RequestLog:
-    """Per-run memory of what is already recorded. Thread-safe."""
+    """Per-run memory of what is already recorded. Thread-safe.
+
+    Hashing is incremental (``digests.py``): a call costs what its request adds, not its length.
+    """
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
         self._last_call: str | None = None
         self._last_hashes: list[str] = []
+        self._digest = ConversationDigest()
         self._lock = Lock()
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
-        hashes = [content_sha(m) for m in messages]
         with self._lock:
+            digest = self._digest.digest(request)
+            hashes = digest.message_shas
             keep = 0
             for a, b in zip(self._last_hashes, hashes):
                 if a != b:
                     break
                 keep += 1
             base = self._last_call if keep else None
-            system_sha = content_sha(system) if system is not None else None
-            tools_sha = content_sha(tools) if tools is not None else None
+            system_sha, tools_sha = digest.system_sha, digest.tools_sha
             new_system = system if system_sha and system_sha not in self._seen else None
             new_tools = tools if tools_sha and tools_sha not in self._seen else None
             self._seen.update(s for s in (system_sha, tools_sha) if s)
@@ -78,7 +77,7 @@ class RequestLog:
             base_call_id=base,
             keep=keep,
             append=messages[keep:],
-            request_sha=content_sha(dict(request)),
+            request_sha=digest.request_sha,
         )
 
 

@@ -26,7 +26,7 @@ from opentelemetry import trace
 
 from . import conversation as conv
 from .manual import LlmCall, Run, Step, current_run, current_step
-from ..records.requests import content_sha
+from ..records.digests import ConversationDigest
 from .tracing import Tracing
 
 __all__ = ["AnthropicInstrumentor"]
@@ -38,6 +38,7 @@ log = logging.getLogger("looptrace.anthropic")
 class _Implicit:
     run: Run
     hashes: list[str]
+    digest: ConversationDigest  # hashes this run's requests incrementally
     step: Step | None = None
     pending: dict[str, tuple[str, Any]] = field(default_factory=dict)  # tool_use_id -> (name, input)
     pending_since: int = 0
@@ -93,12 +94,11 @@ class AnthropicInstrumentor:
 
     def _implicit_for(self, request: dict[str, Any]) -> _Implicit:
         messages = list(request.get("messages") or [])
-        hashes = [content_sha(m) for m in messages]
         with self._lock:
-            found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
+            found, hashes, digest = self._extended(messages)
             if found is None:
                 run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
-                found = _Implicit(run, hashes)
+                found = _Implicit(run, hashes, digest)
                 self._open.append(found)
             else:
                 found.hashes = hashes
@@ -111,6 +111,21 @@ class AnthropicInstrumentor:
                 call.result(text, is_error=is_error, error_type="tool_error" if is_error else None)
             found.pending = {}
         return found
+
+    def _extended(self, messages: list[Any]) -> tuple[_Implicit | None, list[str], ConversationDigest]:
+        """The open run whose last request ``messages`` extends, and the messages' hashes.
+
+        Each open run's digest first compares its remembered messages (cheap, no hashing), so only
+        the run that matches hashes anything, and only what is new.
+        """
+        for o in self._open:
+            if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
+                return o, o.digest.message_shas(messages), o.digest
+        digest = ConversationDigest()
+        hashes = digest.message_shas(messages)
+        # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
+        found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
+        return found, hashes, found.digest if found is not None else digest
 
     def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
         if call is None:

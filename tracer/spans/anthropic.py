@@ -98,11 +98,13 @@ class AnthropicInstrumentor:
             found, hashes, digest = self._extended(messages)
             if found is None:
                 run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
-                found = _Implicit(run, hashes, digest)
+                found, seen = _Implicit(run, hashes, digest), 0
                 self._open.append(found)
             else:
-                found.hashes = hashes
-        results = conv.tool_results(messages)
+                found.hashes, seen = hashes, len(found.hashes)
+        # The pending calls' results are in the messages this request adds: reading only those keeps
+        # the agent's thread from walking the whole conversation on every call.
+        results = conv.tool_results(messages[seen:]) if found.pending else {}
         if found.step is not None and found.pending:
             for index, (use_id, (name, args)) in enumerate(found.pending.items()):
                 text, is_error = results.get(use_id, ("", False))
@@ -131,6 +133,9 @@ class AnthropicInstrumentor:
         if call is None:
             return
         try:
+            # The SDK's Message as plain data once, for both the span and the implicit run's step.
+            if hasattr(message, "model_dump"):
+                message = message.model_dump(mode="json")
             if error is not None:
                 call.fail(error)
             else:

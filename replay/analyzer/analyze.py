@@ -6,6 +6,7 @@ in one short transaction that replaces the analysed runs' earlier diagnoses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -35,12 +36,18 @@ RUNS_SQL = "SELECT run_id, status, model, error FROM runs {where} ORDER BY run_i
 STEPS_SQL = """
 SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
        {observation_key} AS observation_key,
-       observation_bytes, is_error, error_type, context_tokens
+       coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
+       error_type, context_tokens
 FROM steps {{where}}
 ORDER BY run_id, step, call_index
 """.format(observation_key=OBSERVATION_KEY_SQL)
-_STEP_COLUMNS = ("run_id", "step", "call_index", "tool", "args", "action_key", "observation_key",
-                 "observation_bytes", "is_error", "error_type", "context_tokens")
+_STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "observation_bytes",
+                "is_error", "error_type", "context_tokens")
+# Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain
+# default (a default_factory) sends loading through StepView's own __init__.
+_OTHER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StepView)
+                   if f.name not in _STEP_FIELDS and f.default is not dataclasses.MISSING}
+_FAST = all(f.name in _STEP_FIELDS or f.name in _OTHER_DEFAULTS for f in dataclasses.fields(StepView))
 
 # Rows per Arrow batch while streaming steps, and DuckDB's memory cap for the ordered scan: together
 # with one run's StepViews they bound the analyzer's memory, whatever the size of the store.
@@ -86,19 +93,26 @@ def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepV
     """(run_id, its steps) for consecutive rows of one run; rows with no run_id are dropped."""
     current: str | None = None
     group: list[StepView] = []
+    new = object.__new__
     for batch in reader:
-        cols = [batch.column(name).to_pylist() for name in _STEP_COLUMNS]
-        for run_id, step, call_index, tool, args, action_key, obs_key, obs_bytes, is_error, error_type, ctx \
-                in zip(*cols):
+        run_ids = batch.column("run_id").to_pylist()
+        fields = zip(*(batch.column(name).to_pylist() for name in _STEP_FIELDS))
+        for run_id, values in zip(run_ids, fields):
             if run_id != current:
                 if current is not None:
                     yield current, group
                 current, group = run_id, []
-            group.append(StepView(
-                step=step, call_index=call_index, tool=tool, args=args, action_key=action_key,
-                observation_key=obs_key, observation_bytes=obs_bytes or 0, is_error=bool(is_error),
-                error_type=error_type, context_tokens=ctx,
-            ))
+            # StepView's frozen __init__ sets its ten fields one object.__setattr__ at a time, which
+            # was most of the loading time; filling the instance's dict makes an equal value at a
+            # third of the cost (tests compare both). STEPS_SQL already coalesced the nullable fields.
+            if _FAST:
+                view = new(StepView)
+                view.__dict__.update(zip(_STEP_FIELDS, values))
+                if _OTHER_DEFAULTS:
+                    view.__dict__.update(_OTHER_DEFAULTS)
+            else:
+                view = StepView(**dict(zip(_STEP_FIELDS, values)))
+            group.append(view)
     if current is not None:
         yield current, group
 

@@ -85,6 +85,10 @@ def test_messages_changed_in_place_are_hashed_again(change: Any) -> None:
     {"model": "m", "messages": []},
     _request([{"role": "user", "content": "bad \udcff surrogate"}, {"role": "user", "content": b"\xff bytes"}]),
     _request([{"role": "user", "content": [{"type": "text", "text": float("nan")}]}]),
+    # Keys that are not text, nested tuples, a set: JSON reads them back differently, so the slow path.
+    _request([{"role": "user", "content": [{"type": "text", "text": "k", True: 1, None: 2, 3: (4, 5)}]},
+              {"role": "user", "content": [{"type": "text", "text": "s", "tags": {"b"}}]},
+              {"role": "user", "content": [{"type": "text", "text": "m", "meta": {True: 1}, "more": {None: [1.5]}}]}]),
 ])
 def test_unusual_requests_hash_as_whole(request_: dict[str, Any]) -> None:
     digest = ConversationDigest()

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .text import canonical_json, plain
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = ["content_sha", "ConversationDigest", "RequestDigest"]
 
@@ -45,9 +48,28 @@ class _Remembered:
     __slots__ = ("copy", "text", "sha")
 
     def __init__(self, value: Any) -> None:
-        self.copy = plain(value)
-        self.text = _canonical_plain(self.copy)
+        self.copy, self.text = _copy_and_text(value)
         self.sha = _text_sha(self.text)
+
+
+def _copy_and_text(value: Any) -> tuple[Any, str]:
+    """(a plain copy, the canonical JSON) of ``value``, as ``plain`` and ``canonical_json`` make them.
+
+    Plain JSON data (what agents send) takes the C encoder and decoder: its text is what
+    ``canonical_json`` writes exactly when reading it back gives an equal value with no lone
+    surrogates (bytes, NaN, sets, SDK objects raise; a non-text key reads back as text and differs).
+    Anything else takes the recursive ``plain`` copy.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        if not _SURROGATE.search(text):
+            copy = json.loads(text)
+            if copy == value:
+                return copy, text
+    except (TypeError, ValueError, RecursionError):
+        pass
+    copy = plain(value)
+    return copy, _canonical_plain(copy)
 
 
 def _same(seen: _Remembered | None, value: Any) -> bool:
@@ -79,12 +101,17 @@ class ConversationDigest:
 
     def __init__(self) -> None:
         self._messages: list[_Remembered] = []
+        self._copies: list[Any] = []  # the messages' plain copies, for the one-comparison prefix test
         self._states: list[Any] = []  # _states[i]: SHA-256 of the request's JSON through message i - 1
         self._head: str | None = None  # the request's JSON before its first message
         self._fields: dict[str, _Remembered] = {}  # the other fields, e.g. system and tools, by key
 
     def prefix_len(self, messages: Sequence[Any]) -> int:
         """How many leading ``messages`` equal those of the last request (no state changes)."""
+        n = len(self._messages)
+        # The usual case, the whole last request resent and extended: one comparison, in C.
+        if n <= len(messages) and isinstance(messages, list) and self._copies == messages[:n]:
+            return n
         n = 0
         for seen, message in zip(self._messages, messages):
             if not _same(seen, message):
@@ -100,8 +127,11 @@ class ConversationDigest:
         keep = self.prefix_len(messages)
         if keep < len(self._messages):
             del self._messages[keep:]
+            del self._copies[keep:]
             del self._states[keep + 1:]
-        self._messages.extend(_Remembered(m) for m in messages[keep:])
+        new = [_Remembered(m) for m in messages[keep:]]
+        self._messages.extend(new)
+        self._copies.extend(m.copy for m in new)
         return [m.sha for m in self._messages], keep
 
     def digest(self, request: Mapping[str, Any]) -> RequestDigest:

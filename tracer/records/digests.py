@@ -22,11 +22,10 @@ from typing import Any
 
 from .text import canonical_json, plain
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 __all__ = ["content_sha", "ConversationDigest", "RequestDigest"]
 
 _MESSAGES = "messages"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def content_sha(value: Any) -> str:

@@ -32,7 +32,9 @@ test: $(STAMP) chromium
 test-fast: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py).
 bench: $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m bench
 
 clean:

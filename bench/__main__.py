@@ -22,8 +22,8 @@ from typing import Any
 from .results import as_json, format_table
 
 BENCHMARKS = (
-    "tracer_overhead", "store_write", "burst", "server_latency", "importer", "analyzer", "replay_speed",
-    "viewer_speed", "receiver", "search_speed", "redaction",
+    "instrumentor", "tracer_overhead", "store_write", "burst", "server_latency", "importer", "analyzer",
+    "replay_speed", "viewer_speed", "receiver", "search_speed", "redaction",
 )
 
 

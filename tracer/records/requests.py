@@ -11,25 +11,24 @@ Identity is computed on the *redacted* request (``redact``, the sink's redactor)
 redacted, so a replay rebuilds the redacted request, and a live request redacted the same way must
 hash the same. It also keeps a stored hash from fingerprinting a secret. What is recorded (the
 deltas) stays raw here: the sink redacts it and writes where it did into the manifest.
+
+Hashing is incremental (``digests.py``): a call costs what its request adds, not its length. The raw
+messages' hashes (which say how much of the last request a call keeps) and the redacted request's
+hashes (its identity) each have their own ``ConversationDigest``; a message is redacted once per run.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-from .text import canonical_json
+from .digests import ConversationDigest, content_sha
 
 __all__ = ["content_sha", "request_identity", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
 
 Redact = Callable[[Any], Any]
-
-
-def content_sha(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:32]
 
 
 def request_identity(request: Mapping[str, Any], redact: Redact | None = None) -> str:
@@ -65,26 +64,31 @@ class RequestLog:
         self._seen: set[str] = set()
         self._last_call: str | None = None
         self._last_hashes: list[str] = []
+        self._raw = ConversationDigest()
+        self._identity = ConversationDigest()
         self._redacted: dict[str, Any] = {}  # raw message hash -> redacted message, last request's
         self._lock = Lock()
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
-        hashes = [content_sha(m) for m in messages]
         with self._lock:
+            if self._redact is None:
+                digest = self._raw.digest(request)
+                hashes = digest.message_shas
+            else:
+                hashes = self._raw.message_shas(messages)
+                digest = self._identity.digest(self._redacted_request(request, messages, hashes))
             keep = 0
             for a, b in zip(self._last_hashes, hashes):
                 if a != b:
                     break
                 keep += 1
             base = self._last_call if keep else None
-            system_sha = content_sha(self._clean(system, "system")) if system is not None else None
-            tools_sha = content_sha(self._clean(tools, "tools")) if tools is not None else None
+            system_sha, tools_sha = digest.system_sha, digest.tools_sha
             new_system = system if system_sha and system_sha not in self._seen else None
             new_tools = tools if tools_sha and tools_sha not in self._seen else None
             self._seen.update(s for s in (system_sha, tools_sha) if s)
             self._last_call, self._last_hashes = call_id, hashes
-            request_sha = self._identity(request, messages, hashes)
         return EncodedRequest(
             params=params,
             system_sha=system_sha,
@@ -94,24 +98,22 @@ class RequestLog:
             base_call_id=base,
             keep=keep,
             append=messages[keep:],
-            request_sha=request_sha,
+            request_sha=digest.request_sha,
         )
 
-    def _clean(self, value: Any, key: str) -> Any:
-        return self._redact({key: value})[key] if self._redact is not None else value
-
-    def _identity(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> str:
-        if self._redact is None:
-            return content_sha(dict(request))
-        # Message by message, each redacted once per run (the history is resent on every call);
-        # equal to redacting the whole request, since redaction depends only on a value and its key.
-        cache = {h: self._redacted[h] if h in self._redacted else self._clean(m, "messages")
+    def _redacted_request(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> dict[str, Any]:
+        """``request`` redacted, message by message, each message redacted once per run (the history is
+        resent on every call); equal to redacting the whole request, since redaction depends only on a
+        value and its key. The same redacted objects come back each call, so the identity digest's
+        prefix test is one comparison."""
+        assert self._redact is not None
+        cache = {h: self._redacted[h] if h in self._redacted else self._redact({"messages": m})["messages"]
                  for h, m in zip(hashes, messages)}
         self._redacted = cache
         redacted = self._redact({k: v for k, v in request.items() if k != "messages"})
         if "messages" in request:
             redacted["messages"] = [cache[h] for h in hashes]
-        return content_sha(redacted)
+        return redacted
 
 
 def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

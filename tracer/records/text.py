@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["clean_text", "to_json", "canonical_json"]
+__all__ = ["clean_text", "to_json", "canonical_json", "plain"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -80,6 +80,11 @@ def to_json(value: Any) -> str:
     except (TypeError, ValueError):
         pass
     return json.dumps(_plain(value), ensure_ascii=False, separators=_COMPACT)
+
+
+def plain(value: Any) -> Any:
+    """A JSON-compatible copy of ``value`` (what ``canonical_json`` serialises)."""
+    return _plain(value)
 
 
 def canonical_json(value: Any) -> str:

@@ -27,7 +27,7 @@ from opentelemetry import trace
 from . import conversation as conv
 from .manual import LlmCall, Run, Step, current_run, current_step
 from ..records.conventions import TOOL_NOT_FOUND
-from ..records.requests import content_sha
+from ..records.digests import ConversationDigest
 from .tracing import Tracing
 
 __all__ = ["AnthropicInstrumentor"]
@@ -39,6 +39,7 @@ log = logging.getLogger("looptrace.anthropic")
 class _Implicit:
     run: Run
     hashes: list[str]
+    digest: ConversationDigest  # hashes this run's requests incrementally
     step: Step | None = None
     pending: dict[str, tuple[str, Any]] = field(default_factory=dict)  # tool_use_id -> (name, input)
     pending_since: int = 0
@@ -102,16 +103,17 @@ class AnthropicInstrumentor:
 
     def _implicit_for(self, request: dict[str, Any]) -> _Implicit:
         messages = list(request.get("messages") or [])
-        hashes = [content_sha(m) for m in messages]
         with self._lock:
-            found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
+            found, hashes, digest = self._extended(messages)
             if found is None:
                 run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
-                found = _Implicit(run, hashes)
+                found, seen = _Implicit(run, hashes, digest), 0
                 self._open.append(found)
             else:
-                found.hashes = hashes
-        results = conv.tool_results(messages)
+                found.hashes, seen = hashes, len(found.hashes)
+        # The pending calls' results are in the messages this request adds: reading only those keeps
+        # the agent's thread from walking the whole conversation on every call.
+        results = conv.tool_results(messages[seen:]) if found.pending else {}
         if found.step is not None and found.pending:
             for index, (use_id, (name, args)) in enumerate(found.pending.items()):
                 text, is_error = results.get(use_id, ("", False))
@@ -125,10 +127,28 @@ class AnthropicInstrumentor:
         found.declared = _declared(request)
         return found
 
+    def _extended(self, messages: list[Any]) -> tuple[_Implicit | None, list[str], ConversationDigest]:
+        """The open run whose last request ``messages`` extends, and the messages' hashes.
+
+        Each open run's digest first compares its remembered messages (cheap, no hashing), so only
+        the run that matches hashes anything, and only what is new.
+        """
+        for o in self._open:
+            if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
+                return o, o.digest.message_shas(messages), o.digest
+        digest = ConversationDigest()
+        hashes = digest.message_shas(messages)
+        # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
+        found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
+        return found, hashes, found.digest if found is not None else digest
+
     def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
         if call is None:
             return
         try:
+            # The SDK's Message as plain data once, for both the span and the implicit run's step.
+            if hasattr(message, "model_dump"):
+                message = message.model_dump(mode="json")
             if error is not None:
                 call.fail(error)
             else:

@@ -9,6 +9,9 @@ then drop it; the difference between spans handed over and spans received is cou
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -74,11 +77,26 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
 
 
 class RunStartProcessor(SpanProcessor):
-    """Writes a run's start record when its invoke_agent span starts, so a run whose process is
-    killed still shows up (as ``incomplete``) with its agent, task and model."""
+    """Writes a run's start record soon after its invoke_agent span starts, so a run whose process
+    is killed still shows up (as ``incomplete``) with its agent, task and model.
+
+    The write (a segment, fsynced) happens on this processor's own thread, never on the agent's:
+    ``on_start`` only queues the row. Rows queued together are written as one segment.
+    """
 
     def __init__(self, exporter: DuckDBSpanExporter) -> None:
         self._exporter = exporter
+        self._queue: list[dict[str, Any]] = []
+        self._in_flight = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        at_fork(self._after_fork)
+
+    def _after_fork(self) -> None:
+        # The parent's thread does not exist in the child; its queued rows are the parent's to write.
+        self._queue, self._in_flight, self._thread = [], 0, None
+        self._cond = threading.Condition()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if not span.name.startswith(c.OP_INVOKE_AGENT):  # every span starts here: the cheap test first
@@ -90,4 +108,38 @@ class RunStartProcessor(SpanProcessor):
         row = run_start_row(
             attrs, trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}", start_ns=span.start_time
         )
-        self._exporter.write_rows({"run_records": [row]})
+        with self._cond:
+            if self._stopped:
+                self._exporter.write_rows({"run_records": [row]})  # after shutdown: no thread left to do it
+                return
+            self._queue.append(row)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="looptrace-run-starts", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._stopped)
+                rows, self._queue = self._queue, []
+                self._in_flight = len(rows)
+                if not rows:
+                    return
+            self._exporter.write_rows({"run_records": rows})  # never raises; failures are counted
+            with self._cond:
+                self._in_flight = 0
+                self._cond.notify_all()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._queue and not self._in_flight, timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        self.force_flush()
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=30)

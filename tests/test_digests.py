@@ -1,0 +1,117 @@
+"""Incremental request hashing must give exactly the hashes of hashing every request whole."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from looptrace.tracer.records.digests import ConversationDigest, content_sha
+from looptrace.tracer.records.requests import RequestLog
+
+SYSTEM = "You are a careful agent. ünïcode"
+TOOLS = [{"name": "read_file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+
+
+def _turn(i: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read_file",
+                                           "input": {"path": f"f{i}.py", "n": i, "x": 0.5}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"body {i} é"}]},
+    ]
+
+
+def _conversation(turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
+    for i in range(turns):
+        messages += _turn(i)
+    return messages
+
+
+def _request(messages: Any, **extra: Any) -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM, "tools": TOOLS,
+            "messages": messages, **extra}
+
+
+def _expected(request: dict[str, Any]) -> tuple[list[str], str | None, str | None, str]:
+    return ([content_sha(m) for m in request["messages"]], content_sha(request["system"]) if "system" in request
+            else None, content_sha(request["tools"]) if "tools" in request else None, content_sha(request))
+
+
+def _got(digest: ConversationDigest, request: dict[str, Any]) -> tuple[list[str], str | None, str | None, str]:
+    d = digest.digest(request)
+    return d.message_shas, d.system_sha, d.tools_sha, d.request_sha
+
+
+def test_a_growing_conversation_reuses_its_prefix_and_hashes_as_whole() -> None:
+    digest = ConversationDigest()
+    messages = _conversation(0)
+    for turn in range(12):
+        request = _request(messages)
+        d = digest.digest(request)
+        assert (d.message_shas, d.system_sha, d.tools_sha, d.request_sha) == _expected(request)
+        assert d.kept == (0 if turn == 0 else len(messages) - 2)  # only the two new messages were hashed
+        messages = messages + _turn(turn)  # a new list, the same message objects, as agents do
+
+
+def _mutate_earlier(m: list[dict[str, Any]]) -> None:
+    m[1]["content"][0]["input"]["path"] = "other.py"
+
+
+def _append_block(m: list[dict[str, Any]]) -> None:
+    m[-1]["content"].append({"type": "text", "text": "cache me", "cache_control": {"type": "ephemeral"}})
+
+
+def _int_to_float(m: list[dict[str, Any]]) -> None:
+    m[1]["content"][0]["input"] = {"path": "f0.py", "n": 0, "x": 0.5, "y": None}
+
+
+@pytest.mark.parametrize("change", [_mutate_earlier, _append_block, _int_to_float, lambda m: m.pop(),
+                                    lambda m: m.__setitem__(0, {"role": "user", "content": "another task"})])
+def test_messages_changed_in_place_are_hashed_again(change: Any) -> None:
+    digest = ConversationDigest()
+    messages = _conversation(3)
+    digest.digest(_request(messages))
+    change(messages)  # the same objects, edited after the first call
+    request = _request(messages + _turn(9))
+    assert _got(digest, request) == _expected(request)
+
+
+@pytest.mark.parametrize("request_", [
+    _request(tuple(_conversation(2))),
+    _request(_conversation(2), max_tokens=77, temperature=0.2, metadata={"user_id": "u"}),
+    {"model": "m", "messages": _conversation(2)},  # no system, no tools
+    {"model": "m", "messages": []},
+    _request([{"role": "user", "content": "bad \udcff surrogate"}, {"role": "user", "content": b"\xff bytes"}]),
+    _request([{"role": "user", "content": [{"type": "text", "text": float("nan")}]}]),
+    # Keys that are not text, nested tuples, a set: JSON reads them back differently, so the slow path.
+    _request([{"role": "user", "content": [{"type": "text", "text": "k", True: 1, None: 2, 3: (4, 5)}]},
+              {"role": "user", "content": [{"type": "text", "text": "s", "tags": {"b"}}]},
+              {"role": "user", "content": [{"type": "text", "text": "m", "meta": {True: 1}, "more": {None: [1.5]}}]}]),
+])
+def test_unusual_requests_hash_as_whole(request_: dict[str, Any]) -> None:
+    digest = ConversationDigest()
+    digest.digest(_request(_conversation(2)))  # a different earlier request: nothing stale may leak
+    assert _got(digest, request_) == _expected(request_)
+    assert _got(digest, request_) == _expected(request_)  # and again, from what it remembered
+
+
+def test_changing_parameters_or_system_between_calls() -> None:
+    digest = ConversationDigest()
+    messages = _conversation(2)
+    for request in (_request(messages), _request(messages + _turn(5), max_tokens=9),
+                    _request(messages + _turn(5), system="new system"),
+                    {**_request(messages + _turn(5) + _turn(6)), "tools": TOOLS + TOOLS}):
+        assert _got(digest, request) == _expected(request)
+
+
+def test_request_log_records_the_same_deltas_and_hashes() -> None:
+    log = RequestLog()
+    messages = _conversation(1)
+    first = log.encode(_request(messages), "c1")
+    second = log.encode(_request(messages + _turn(1)), "c2")
+    assert (first.keep, first.base_call_id, second.keep, second.base_call_id) == (0, None, 3, "c1")
+    assert second.append == _turn(1) and second.system is None and first.system == SYSTEM
+    assert second.request_sha == content_sha(_request(messages + _turn(1)))
+    assert first.system_sha == content_sha(SYSTEM) and second.tools_sha == content_sha(copy.deepcopy(TOOLS))

@@ -13,13 +13,14 @@ def _all_at_once(store: Store) -> list[RunView]:
     """The loader before streaming: every step of the store fetched whole, grouped in a dict."""
     with store.reader(locked_down=False) as conn:
         runs = conn.execute(RUNS_SQL.format(where="")).fetchall()
-        rows = conn.execute(STEPS_SQL.format(where="")).fetchall()
+        cursor = conn.execute(STEPS_SQL.format(where=""))
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     steps: dict[str, list[StepView]] = {}
-    for run_id, step, call_index, tool, args, action_key, obs_key, obs_bytes, is_error, error_type, ctx in rows:
-        steps.setdefault(run_id, []).append(StepView(
-            step=step, call_index=call_index, tool=tool, args=args, action_key=action_key, observation_key=obs_key,
-            observation_bytes=obs_bytes or 0, is_error=bool(is_error), error_type=error_type, context_tokens=ctx))
-    return [RunView(r, s, tuple(steps.get(r, ())), m, e) for r, s, m, e in runs]
+    for row in rows:
+        run_id = row.pop("run_id")
+        steps.setdefault(run_id, []).append(StepView(**row))
+    return [RunView(r, s, tuple(steps.get(r, ())), m, e, a, at) for r, s, m, e, a, at in runs]
 
 
 def test_streamed_runs_equal_the_runs_loaded_at_once(demo: Path) -> None:

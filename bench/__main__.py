@@ -23,7 +23,7 @@ from .results import as_json, format_table
 
 BENCHMARKS = (
     "tracer_overhead", "store_write", "burst", "server_latency", "importer", "analyzer", "replay_speed",
-    "viewer_speed", "receiver",
+    "viewer_speed", "receiver", "cli_startup",
 )
 
 

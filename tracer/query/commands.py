@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..cli.main import add_command
-from ..store import DEFAULT_DB, StoreError
+from ..store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -14,6 +14,7 @@ __all__ = ["register"]
 def _sql(args: argparse.Namespace) -> int:
     from ..cli.table import write_rows
     from ..export.source import open_source
+    from ..store import StoreError
     from .sql import QueryError, run_query
 
     try:

@@ -6,12 +6,14 @@ import argparse
 import sys
 
 from ..cli.main import add_command
-from . import DEFAULT_DB, Store, StoreError
+from . import DEFAULT_DB
 
 __all__ = ["register"]
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from . import Store, StoreError
+
     try:
         n = Store(args.db).compact()
     except StoreError as exc:

@@ -62,14 +62,14 @@ def _live_model(args: argparse.Namespace, model: str) -> Any:
                           api_key=os.environ.get("ANTHROPIC_API_KEY", "not-needed"))
 
 
-def _recording(args: argparse.Namespace) -> Any:
+def _recording(args: argparse.Namespace, *, need_config: bool = True) -> Any:
     """The recording of ``args.run_id``, or None after printing why it cannot be had."""
     from looptrace.tracer.store import Store, StoreError
 
     from .recording import RecordingError, load_recording
 
     try:
-        return load_recording(Store(args.db), args.run_id)
+        return load_recording(Store(args.db), args.run_id, need_config=need_config)
     except (RecordingError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -106,7 +106,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .serve import RecordingHandler
 
-    recording = _recording(args)
+    recording = _recording(args, need_config=False)  # serving needs the model calls, not the loop's settings
     if recording is None:
         return 1
     server = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port).start()

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from looptrace.tracer import Tracing
 from looptrace.tracer.cli.table import format_table
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.on_stored import notify_stored
 from looptrace.tracer.store import Store, StoreError
 
@@ -69,7 +70,7 @@ def run_scenarios(
                 results.append((scenario, result))
                 if progress:
                     mark = "" if result.status == scenario.expect else f"  (expected {scenario.expect}!)"
-                    progress.write(f"{result.status} in {result.steps} steps, "
+                    progress.write(f"{result.status} in {count(result.steps, 'step')}, "
                                    f"{time.perf_counter() - started:.2f}s{mark}\n")
         return results
 
@@ -102,7 +103,7 @@ def main(db: str, out: TextIO = sys.stdout) -> int:
     notify_stored(db, batch, out=out)
     wrong = [(s.name, r.status, s.expect) for s, r in results if r.status != s.expect]
     total = len(before) + len(batch)
-    out.write(f"\n{len(results)} runs in {time.perf_counter() - started:.1f}s"
+    out.write(f"\n{count(len(results), 'run')} in {time.perf_counter() - started:.1f}s"
               + (f" ({total} demo runs in {db} now)" if before else "") + ". Next:\n"
               f"  looptrace view {db}\n"
               f"  looptrace sql --db {db} \"SELECT status, count(*) FROM runs GROUP BY status\"\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
@@ -110,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
     if recording is None:
         return 1
     server = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port).start()
-    print(f"serving run {recording.run_id} ({len(recording.calls)} model calls) at {server.base_url}\n"
+    print(f"serving run {recording.run_id} ({count(len(recording.calls), 'model call')}) at {server.base_url}\n"
           f"point your agent at it: ANTHROPIC_BASE_URL={server.base_url}  (Ctrl-C stops)", flush=True)
     try:
         import threading
@@ -149,11 +150,11 @@ def _diff(args: argparse.Namespace) -> int:
                      (p.b.latency_ms if p.b else 0) - (p.a.latency_ms if p.a else 0)])
     print(format_table(["", "step A", "action", "step B", "Δtokens", "Δcost_usd", "Δlatency_ms"], rows))
     if d.first_divergence is None:
-        print(f"no divergence: {d.common} steps in common")
+        print(f"no divergence: {count(d.common, 'step')} in common")
     else:
         p = d.pairs[d.first_divergence]
         where = f"step {p.a.step} of A" if p.a else f"step {p.b.step} of B" if p.b else "?"
-        print(f"first divergent decision at {where}; {d.common} steps in common")
+        print(f"first divergent decision at {where}; {count(d.common, 'step')} in common")
     return 0
 
 

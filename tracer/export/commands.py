@@ -23,8 +23,11 @@ def _export(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     rate = report.total_rows / report.seconds if report.seconds else 0.0
-    runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
-    print(f"exported {runs} ({report.total_rows} rows, {report.files} files, {report.bytes / 1e6:.1f} MB) to "
+    from ..cli.plural import count
+
+    runs = count(report.runs, "run")
+    print(f"exported {runs} ({count(report.total_rows, 'row')}, {count(report.files, 'file')}, "
+          f"{report.bytes / 1e6:.1f} MB) to "
           f"{report.folder} in {report.seconds:.2f}s ({rate:,.0f} rows/s)")
     print("rows: " + ", ".join(f"{t} {n}" for t, n in report.rows.items() if n))
     if report.waiting:

@@ -10,6 +10,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ..cli.main import add_command
+from ..cli.plural import count
 from ..store import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -66,12 +67,12 @@ def _collect(args: argparse.Namespace) -> int:
             diagnosing.join()
         receiver.stop()
     s = receiver.stats
-    print(f"looptrace collect: {s.spans_written} spans written in {s.traces_written} traces "
-          f"({s.incomplete_traces} incomplete, {s.late_spans} late, {s.duplicate_spans} duplicates dropped); "
-          f"{s.requests} export requests, {s.rejected} refused", flush=True)
+    print(f"looptrace collect: {count(s.spans_written, 'span')} written in {count(s.traces_written, 'trace')} "
+          f"({s.incomplete_traces} incomplete, {s.late_spans} late, {count(s.duplicate_spans, 'duplicate')} dropped); "
+          f"{count(s.requests, 'export request')}, {s.rejected} refused", flush=True)
     if s.refused_traces or s.lost_spans:
-        print(f"warning: the store refused the runs of {s.refused_traces} traces (kept as spans) and "
-              f"{s.lost_spans} spans; last error: {s.last_error}", file=sys.stderr)
+        print(f"warning: the store refused the runs of {count(s.refused_traces, 'trace')} (kept as spans) and "
+              f"{count(s.lost_spans, 'span')}; last error: {s.last_error}", file=sys.stderr)
     try:
         if s.spans_written:
             Store(args.db).try_compact()
@@ -80,7 +81,7 @@ def _collect(args: argparse.Namespace) -> int:
     if s.traces_written and args.diagnose_every > 0:
         notify_stored(args.db, out=sys.stdout)  # the traces written since the last round
     if receiver.unwritten_spans:
-        print(f"error: {receiver.unwritten_spans} spans could not be written ({s.last_error})",
+        print(f"error: {count(receiver.unwritten_spans, 'span')} could not be written ({s.last_error})",
               file=sys.stderr)
     return 1 if receiver.unwritten_spans or s.lost_spans else 0
 

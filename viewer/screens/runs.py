@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import Store
 
 from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
@@ -100,7 +101,7 @@ class RunsScreen(ViewerScreen):
         text = Text()
         if page is not None:
             shown = len(page.rows)
-            text.append(f"{page.total_runs:,} runs, {shown:,} shown")
+            text.append(f"{count(page.total_runs, 'run', thousands=True)}, {shown:,} shown")
             if page.more:
                 text.append(f"  · more match: m shows {RUNS_PAGE} more, or narrow the filter",
                             style="bold yellow")

@@ -11,13 +11,21 @@ from looptrace.tracer.query.sql import QueryResult
 from .data import RunDetail, RunPage, RunPair, StepDetail
 
 __all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "DiffLoaded", "StepLoaded", "QueryDone", "PagerReady",
-           "LoadFailed", "StepHighlighted", "StepSelected"]
+           "LoadFailed", "StepHighlighted", "StepSelected", "RunsAnalysed"]
 
 
 class RunsLoaded(Message):
     def __init__(self, page: RunPage) -> None:
         super().__init__()
         self.page = page
+
+
+class RunsAnalysed(Message):
+    """Runs without a diagnosis were analysed in a worker: ``diagnosed`` of them got one."""
+
+    def __init__(self, diagnosed: int) -> None:
+        super().__init__()
+        self.diagnosed = diagnosed
 
 
 class RunLoaded(Message):

@@ -16,7 +16,7 @@ from looptrace.tracer.store import Store
 
 from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
-from ..messages import OpenChildren, OpenRun, RunsLoaded
+from ..messages import OpenChildren, OpenRun, RunsAnalysed, RunsLoaded
 from ..safe import safe
 from ..widgets import KeysFooter, RunsTable, TitleBar
 from .base import ViewerScreen
@@ -95,6 +95,11 @@ class RunsScreen(ViewerScreen):
         self.page = message.page
         self.query_one(RunsTable).show(message.page.rows)
         self._show_status()
+        self.analyse([(r.run_id, r.status, r.label is not None) for r in message.page.rows])
+
+    def on_runs_analysed(self, message: RunsAnalysed) -> None:
+        if message.diagnosed:
+            self.reload()
 
     def _show_status(self) -> None:
         page = self.page

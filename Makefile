@@ -8,6 +8,7 @@ DB ?= demo.duckdb
 .PHONY: demo test test-fast bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "Installing looptrace and its dependencies into $(VENV) (first time only: ~30 s to 2 min)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'

@@ -126,3 +126,26 @@ def test_plural_forms() -> None:
 def looptrace_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True,
                           env={**python_env(), **env}, cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("rows", [
+    [(1, "ls", None, 2.5), (22, "read_file", "x" * 40, -1.0)],
+    [],
+    [(None, "", "a b", 0)],
+])
+def test_the_plain_table_is_the_table_rich_prints(rows: list[tuple[object, ...]]) -> None:
+    # A table that fits is printed without rich (start-up); it must look exactly like rich's.
+    import io
+
+    from rich.console import Console
+
+    from looptrace.tracer.cli.table import rich_table, write_rows
+
+    columns = ["step", "tool", "note", "cost"]
+    ours = io.StringIO()
+    write_rows(ours, columns, rows)
+    console = Console(file=io.StringIO(), width=160, no_color=True, highlight=False)
+    with console.capture() as captured:
+        console.print(rich_table(columns, rows))
+    expected = [line.rstrip() for line in captured.get().splitlines()]
+    assert ours.getvalue().splitlines()[:-1] == expected

@@ -74,3 +74,14 @@ def test_from_import_of_a_lazy_name_is_the_defining_object() -> None:
     from looptrace.tracer.spans.tracing import Tracing as defined
 
     assert Tracing is defined
+
+
+def test_a_command_named_like_its_entry_point_loads_only_that_module(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    Store(db).compact()
+    modules = _loaded_after(["sql", "--db", str(db), "SELECT 1"])
+    assert "looptrace.tracer.query.commands" in modules
+    assert not {"looptrace.loop.commands", "looptrace.viewer.commands", "looptrace.replay.analyze_command"} & set(
+        modules)
+    # demo is registered by the `loop` entry point: found through the full parser.
+    assert "looptrace.loop.commands" in _loaded_after(["demo", "--help"])

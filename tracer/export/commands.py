@@ -14,11 +14,13 @@ __all__ = ["register"]
 def _export(args: argparse.Namespace) -> int:
     from ..store import StoreError
 
-    from .parquet import export_parquet, parse_since
+    from ..cli.progress import Progress
+    from .parquet import PARTITIONS, export_parquet, parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
-        report = export_parquet(args.db, args.parquet, since=since)
+        with Progress(f"exporting {args.db}", total=len(PARTITIONS)) as progress:
+            report = export_parquet(args.db, args.parquet, since=since, on_table=lambda _: progress.advance())
     except (StoreError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

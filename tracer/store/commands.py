@@ -12,10 +12,12 @@ __all__ = ["register"]
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from ..cli.progress import Progress
     from . import Store, StoreError
 
     try:
-        n = Store(args.db).compact()
+        with Progress(f"compacting {args.db}"):
+            n = Store(args.db).compact()
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

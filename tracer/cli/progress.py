@@ -37,7 +37,9 @@ class Progress:
         self._closed = False
 
     def __enter__(self) -> Progress:
-        if self.enabled:
+        if self.enabled and self.after <= 0:
+            self._show()  # at once (LOOPTRACE_PROGRESS_AFTER=0): no race with work that ends quickly
+        elif self.enabled:
             self._timer = threading.Timer(self.after, self._show)
             self._timer.daemon = True
             self._timer.start()

@@ -3,15 +3,24 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 DB ?= demo.duckdb
 
 .PHONY: demo test test-fast bench lint clean chromium
 
+# `make demo` installs looptrace alone; `make test` adds the test extras (the real frameworks, Inspect,
+# mini-swe-agent and Playwright the tests drive), which take most of a first install.
 $(STAMP): pyproject.toml constraints.txt
+	@echo "Installing looptrace and its dependencies into $(VENV) (first time only: ~30 s to 2 min)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,frameworks]'
+	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	@echo "Installing the test extras into $(VENV) (first time only)..."
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,frameworks]'
+	touch $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/looptrace demo --db $(DB)
@@ -25,11 +34,11 @@ chromium:
 	  echo "chromium could not be installed (apt-get failed): the browser tests will skip"; }
 
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
-test: $(STAMP) chromium
+test: $(TEST_STAMP) chromium
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
-test-fast: $(STAMP) chromium
+test-fast: $(TEST_STAMP) chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py).

@@ -13,6 +13,11 @@ __all__ = ["register"]
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from .scenarios import SCENARIOS
+
+    # First, before the imports below (the anthropic SDK alone takes a second or more): a user who
+    # just typed `make demo` sees at once that it runs.
+    print(f"Running {len(SCENARIOS)} scenarios offline (scripted model on 127.0.0.1) into {args.db}", flush=True)
     from .demo import main
 
     return main(args.db)

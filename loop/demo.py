@@ -1,4 +1,10 @@
-"""``looptrace demo``: every bundled scenario through the real loop, SDK and local server, offline."""
+"""``looptrace demo``: every bundled scenario through the real loop, SDK and local server, offline.
+
+Into a store that already holds demo runs, the demo adds a second batch and says so, rather than
+deleting anything: the file may hold the user's own runs too, and a store never loses data behind
+the user's back. The summary shows this batch only; the new runs are diagnosed as they land
+(``looptrace.tracer.on_stored``), so ``looptrace view`` shows diagnoses straight away.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,10 @@ from pathlib import Path
 from typing import TextIO
 
 from looptrace.tracer import Tracing
-from looptrace.tracer.store import Store
 from looptrace.tracer.cli.table import format_table
+from looptrace.tracer.cli.plural import count
+from looptrace.tracer.on_stored import notify_stored
+from looptrace.tracer.store import Store, StoreError
 
 from .agent import Agent
 from .model import AnthropicModel, RetryPolicy
@@ -22,7 +30,7 @@ from .server import MessagesServer
 from .subagents import subagents
 from .workspace import workspace_tools
 
-__all__ = ["run_scenarios", "main"]
+__all__ = ["run_scenarios", "main", "demo_run_ids"]
 
 # Large enough that a careless read really floods the context; the loop's trimming is the defence.
 TOOL_RESULT_CAP = 400_000
@@ -30,7 +38,12 @@ TOOL_RESULT_CAP = 400_000
 SUMMARY_SQL = """
 SELECT r.agent, r.task, r.status, r.n_steps AS steps, r.input_tokens + r.output_tokens AS tokens,
        round(r.cost_usd, 4) AS cost_usd, (SELECT count(*) FROM runs c WHERE c.parent_run_id = r.run_id) AS children
-FROM runs r WHERE r.parent_run_id IS NULL ORDER BY r.started_at
+FROM runs r WHERE r.parent_run_id IS NULL AND r.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY r.started_at
+"""
+
+# Every demo agent is named demo-<scenario>; sub-agents hang under their orchestrator.
+DEMO_RUNS_SQL = """
+SELECT run_id FROM runs WHERE agent LIKE 'demo-%' OR parent_run_id IN (SELECT run_id FROM runs WHERE agent LIKE 'demo-%')
 """
 
 
@@ -57,25 +70,45 @@ def run_scenarios(
                 results.append((scenario, result))
                 if progress:
                     mark = "" if result.status == scenario.expect else f"  (expected {scenario.expect}!)"
-                    progress.write(f"{result.status} in {result.steps} steps, "
+                    progress.write(f"{result.status} in {count(result.steps, 'step')}, "
                                    f"{time.perf_counter() - started:.2f}s{mark}\n")
         return results
 
 
+def demo_run_ids(db: str | Path) -> set[str]:
+    """The demo's runs (and their sub-agents' runs) already in ``db``; none if there is no store yet."""
+    if not Path(db).exists():
+        return set()
+    try:
+        with Store(db).reader() as conn:
+            return {r[0] for r in conn.execute(DEMO_RUNS_SQL).fetchall()}
+    except StoreError:
+        return set()  # not a store: Tracing reports that in one line when it opens it
+
+
 def main(db: str, out: TextIO = sys.stdout) -> int:
     started = time.perf_counter()
-    out.write(f"Running {len(SCENARIOS)} scenarios offline (scripted model on 127.0.0.1) into {db}\n")
+    before = demo_run_ids(db)
+    if before:
+        out.write(f"{db} already holds {len(before)} demo runs: adding a second batch beside them "
+                  f"(delete {db} first for a fresh start)\n")
+    out.flush()
     results = run_scenarios(db, progress=out)
+    batch = sorted(demo_run_ids(db) - before)
     with Store(db).reader() as conn:
-        cursor = conn.execute(SUMMARY_SQL)
+        cursor = conn.execute(SUMMARY_SQL, [batch])
         columns = [d[0] for d in cursor.description or []]
         out.write("\n" + format_table(columns, cursor.fetchall(), max_cell=44) + "\n")
+    out.flush()
+    notify_stored(db, batch, out=out)
     wrong = [(s.name, r.status, s.expect) for s, r in results if r.status != s.expect]
-    out.write(f"\n{len(results)} runs in {time.perf_counter() - started:.1f}s. Next:\n"
+    total = len(before) + len(batch)
+    out.write(f"\n{count(len(results), 'run')} in {time.perf_counter() - started:.1f}s"
+              + (f" ({total} demo runs in {db} now)" if before else "") + ". Next:\n"
               f"  looptrace view {db}\n"
-              f"  looptrace analyze --db {db}\n"
               f"  looptrace sql --db {db} \"SELECT status, count(*) FROM runs GROUP BY status\"\n"
-              f"  looptrace replay RUN_ID --db {db} --max-iters 4\n")
+              f"  looptrace replay RUN_ID --db {db} --max-iters 4\n"
+              f"  looptrace analyze --db {db} --help   (re-analyse with other thresholds)\n")
     for name, got, expected in wrong:
         out.write(f"scenario {name} ended {got}, expected {expected}\n")
     return 1 if wrong else 0

@@ -17,6 +17,7 @@ __all__ = ["register"]
 def _analyze(args: argparse.Namespace) -> int:
     from looptrace.tracer.export.source import open_source
     from looptrace.tracer.store import Store, StoreError
+    from looptrace.tracer.cli.progress import Progress
 
     from .analyze_output import csv_text, json_text, rows_for, summary, table
     from .analyzer import analyze_store, load_thresholds
@@ -25,8 +26,9 @@ def _analyze(args: argparse.Namespace) -> int:
     try:
         thresholds = load_thresholds(args.config, **{f.name: getattr(args, f.name) for f in fields(Thresholds)})
         source = open_source(args.db)  # a Parquet export is analysed without writing diagnoses
-        results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
-                                write=isinstance(source, Store))
+        with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
+            results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
+                                    write=isinstance(source, Store))
     except (StoreError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

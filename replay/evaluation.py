@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Tracer
 
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.records import conventions as c
 from looptrace.tracer.store import Store
 
@@ -176,7 +177,8 @@ def send_and_report(source: Store | ParquetSource, results: Sequence[RunDiagnose
     """``looptrace analyze --otlp-endpoint``: send, then one line on ``out`` (a warning if it failed)."""
     report = send_evaluations(source, results, endpoint)
     if report.ok:
-        print(f"sent {report.events} evaluation results ({report.runs} runs) to {report.url}", file=out)
+        print(f"sent {count(report.events, 'evaluation result')} ({count(report.runs, 'run')}) to {report.url}",
+              file=out)
     else:
         print(f"warning: {report.failed_runs} of {report.runs} runs' evaluation results did not reach "
               f"{report.url}: {report.error or 'export failed'}", file=out)

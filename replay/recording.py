@@ -102,7 +102,10 @@ def resolve_run(conn: duckdb.DuckDBPyConnection, run_id: str) -> str:
     return str(rows[0][0])
 
 
-def load_recording(store: Store, run_id: str) -> Recording:
+def load_recording(store: Store, run_id: str, *, need_config: bool = True) -> Recording:
+    """The recording of ``run_id``. Replaying it through the loop needs the loop's recorded
+    configuration; serving its model calls (``looptrace serve``, ``need_config=False``) does not, so
+    a run traced by the Anthropic instrumentor or the manual API can be served too."""
     with store.reader(locked_down=False) as conn:
         run_id = resolve_run(conn, run_id)
         run = conn.execute(_RUN_SQL, [run_id]).fetchone()
@@ -112,7 +115,7 @@ def load_recording(store: Store, run_id: str) -> Recording:
     assert run is not None
     _, agent, task, model, status, answer, n_steps, cost, tin, tout, attributes = run
     config = (json.loads(attributes) if attributes else {}).get("config")
-    if not config:
+    if not config and need_config:
         raise RecordingError(f"run {run_id} has no recorded loop configuration (it was not run by looptrace's "
                              "loop, or by an older version): it can be analysed but not replayed")
     if not calls:
@@ -140,7 +143,7 @@ def load_recording(store: Store, run_id: str) -> Recording:
         for c in calls
     ]
     return Recording(
-        run_id=run_id, agent=agent, task=task or "", model=model or "", status=status, config=config,
+        run_id=run_id, agent=agent, task=task or "", model=model or "", status=status, config=config or {},
         calls=recorded,
         tools=[RecordedTool(t[0], t[1], t[2], json.loads(t[3]) if t[3] else None, t[4] or "", bool(t[5]), t[6])
                for t in tools],

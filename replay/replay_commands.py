@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
@@ -62,14 +63,14 @@ def _live_model(args: argparse.Namespace, model: str) -> Any:
                           api_key=os.environ.get("ANTHROPIC_API_KEY", "not-needed"))
 
 
-def _recording(args: argparse.Namespace) -> Any:
+def _recording(args: argparse.Namespace, *, need_config: bool = True) -> Any:
     """The recording of ``args.run_id``, or None after printing why it cannot be had."""
     from looptrace.tracer.store import Store, StoreError
 
     from .recording import RecordingError, load_recording
 
     try:
-        return load_recording(Store(args.db), args.run_id)
+        return load_recording(Store(args.db), args.run_id, need_config=need_config)
     except (RecordingError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -106,11 +107,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .serve import RecordingHandler
 
-    recording = _recording(args)
+    recording = _recording(args, need_config=False)  # serving needs the model calls, not the loop's settings
     if recording is None:
         return 1
     server = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port).start()
-    print(f"serving run {recording.run_id} ({len(recording.calls)} model calls) at {server.base_url}\n"
+    print(f"serving run {recording.run_id} ({count(len(recording.calls), 'model call')}) at {server.base_url}\n"
           f"point your agent at it: ANTHROPIC_BASE_URL={server.base_url}  (Ctrl-C stops)", flush=True)
     try:
         import threading
@@ -149,11 +150,11 @@ def _diff(args: argparse.Namespace) -> int:
                      (p.b.latency_ms if p.b else 0) - (p.a.latency_ms if p.a else 0)])
     print(format_table(["", "step A", "action", "step B", "Δtokens", "Δcost_usd", "Δlatency_ms"], rows))
     if d.first_divergence is None:
-        print(f"no divergence: {d.common} steps in common")
+        print(f"no divergence: {count(d.common, 'step')} in common")
     else:
         p = d.pairs[d.first_divergence]
         where = f"step {p.a.step} of A" if p.a else f"step {p.b.step} of B" if p.b else "?"
-        print(f"first divergent decision at {where}; {d.common} steps in common")
+        print(f"first divergent decision at {where}; {count(d.common, 'step')} in common")
     return 0
 
 

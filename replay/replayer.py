@@ -21,6 +21,7 @@ from looptrace.loop.policy import Policy
 from looptrace.loop.result import RunResult
 from looptrace.loop.tools import Tool, ToolResult
 from looptrace.tracer import Tracing
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.sink.redact import Redactor, restore_env
 from looptrace.tracer.records.requests import content_sha
 from looptrace.tracer.records.text import canonical_json
@@ -150,8 +151,8 @@ class ReplayReport:
 
     def lines(self) -> list[str]:
         o, r, m = self.original, self.result, self.model
-        out = [f"replayed run {o.run_id} as {r.run_id}: {r.status} after {r.steps} steps "
-               f"(recorded: {o.status} after {o.n_steps} steps)"]
+        out = [f"replayed run {o.run_id} as {r.run_id}: {r.status} after {count(r.steps, 'step')} "
+               f"(recorded: {o.status} after {count(o.n_steps, 'step')})"]
         if m.drift is not None:
             out.append(f"drift at step {m.drift_step}: {m.drift}")
         if m.live_from_step is not None:
@@ -170,7 +171,7 @@ class ReplayReport:
         if self.policy_changes:
             saved_steps = o.n_steps - r.steps
             out.append("what-if " + ", ".join(f"{k}={v}" for k, v in self.policy_changes.items())
-                       + f": the run would have stopped with {r.status} at step {r.steps}; saved {saved_steps} steps, "
+                       + f": the run would have stopped with {r.status} at step {r.steps}; saved {count(saved_steps, 'step')}, "
                        f"{o.input_tokens + o.output_tokens - r.input_tokens - r.output_tokens} tokens, "
                        f"${o.cost_usd - r.cost_usd:.4f}")
         return out

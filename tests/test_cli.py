@@ -95,3 +95,57 @@ def test_core_packages_never_import_textual() -> None:
             "print('textual' in sys.modules, 'looptrace.viewer.app' in sys.modules)")
     result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), cwd=ROOT)
     assert result.stdout.split() == ["False", "False"], result.stderr
+
+
+def test_sql_table_wraps_long_values_and_full_prints_them_whole(store: Path) -> None:
+    env = {"COLUMNS": "60"}
+    long = "looptrace " * 30  # 300 characters: wrapped, not cut
+    wrapped = looptrace_env(env, "sql", "--db", str(store), f"SELECT 7 AS n, '{long}' AS v")
+    assert wrapped.returncode == 0, wrapped.stderr
+    lines = wrapped.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 60 and len(lines) > 5
+    assert "".join("".join(line.split()) for line in lines[2:-1]) == "7" + "looptrace" * 30  # every word kept
+    assert lines[-1] == "(1 row)"
+
+    huge = "SELECT repeat('x', 2000) AS v"
+    cut = looptrace_env(env, "sql", "--db", str(store), huge)
+    assert "".join(cut.stdout.split()).count("x") == 499 and "…" in cut.stdout
+    full = looptrace_env(env, "sql", "--db", str(store), huge, "--full")
+    assert "".join(full.stdout.split()).count("x") == 2000 and "…" not in full.stdout
+
+
+def test_plural_forms() -> None:
+    from looptrace.tracer.cli.plural import count
+
+    assert [count(n, "run") for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+    assert count(1, "model call") == "1 model call" and count(3, "model call") == "3 model calls"
+    assert count(2, "diagnosis") == "2 diagnoses" and count(1, "diagnosis") == "1 diagnosis"
+    assert count(12_000, "span", thousands=True) == "12,000 spans"
+
+
+def looptrace_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", *args], capture_output=True, text=True,
+                          env={**python_env(), **env}, cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("rows", [
+    [(1, "ls", None, 2.5), (22, "read_file", "x" * 40, -1.0)],
+    [],
+    [(None, "", "a b", 0)],
+])
+def test_the_plain_table_is_the_table_rich_prints(rows: list[tuple[object, ...]]) -> None:
+    # A table that fits is printed without rich (start-up); it must look exactly like rich's.
+    import io
+
+    from rich.console import Console
+
+    from looptrace.tracer.cli.table import rich_table, write_rows
+
+    columns = ["step", "tool", "note", "cost"]
+    ours = io.StringIO()
+    write_rows(ours, columns, rows)
+    console = Console(file=io.StringIO(), width=160, no_color=True, highlight=False)
+    with console.capture() as captured:
+        console.print(rich_table(columns, rows))
+    expected = [line.rstrip() for line in captured.get().splitlines()]
+    assert ours.getvalue().splitlines()[:-1] == expected

@@ -60,12 +60,37 @@ def test_the_orchestrator_has_two_children(demo: tuple[Path, list[tuple[Scenario
 
 
 @pytest.mark.slow
-def test_looptrace_demo_command(tmp_path: Path) -> None:
+def test_looptrace_demo_command_diagnoses_its_runs_and_says_when_it_adds_a_second_batch(tmp_path: Path) -> None:
     db = tmp_path / "demo.duckdb"
-    done = subprocess.run([sys.executable, "-m", "looptrace.tracer.cli", "demo", "--db", str(db)], env=python_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{len(SCENARIOS)} runs in" in done.stdout
-    assert f'looptrace sql --db {db} "SELECT status, count(*) FROM runs GROUP BY status"' in done.stdout
-    assert "expected" not in done.stdout  # no scenario ended otherwise
-    assert query(db, "SELECT count(*) FROM runs") == [(len(SCENARIOS) + 2,)]
+
+    def demo() -> str:
+        done = subprocess.run([sys.executable, "-m", "looptrace.tracer.cli", "demo", "--db", str(db)],
+                              env=python_env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    first = demo()
+    n = len(SCENARIOS) + 2  # the orchestrator's two workers
+    assert first.splitlines()[0].startswith(f"Running {len(SCENARIOS)} scenarios offline")
+    assert f"{len(SCENARIOS)} runs in" in first and "already holds" not in first
+    assert f'looptrace sql --db {db} "SELECT status, count(*) FROM runs GROUP BY status"' in first
+    assert "expected" not in first  # no scenario ended otherwise
+    assert query(db, "SELECT count(*) FROM runs") == [(n,)]
+    # Diagnosed as they landed: no `looptrace analyze` needed before `looptrace view`.
+    assert f"diagnosed {n} runs: " in first
+    assert query(db, "SELECT count(*) FROM runs WHERE status = 'ok' AND run_id NOT IN "
+                     "(SELECT run_id FROM diagnoses)") == [(0,)]
+    [(stagnated,)] = query(db, "SELECT run_id FROM runs WHERE agent = 'demo-stagnation'")
+    assert query(db, "SELECT label FROM diagnoses WHERE run_id = ? AND is_primary", [stagnated]) == [("stagnation",)]
+    first_analysed = query(db, "SELECT run_id, label, analyzed_at FROM diagnoses ORDER BY ALL")
+
+    second = demo()
+    assert f"{db} already holds {n} demo runs: adding a second batch" in second
+    assert f"({2 * n} demo runs in {db} now)" in second
+    table = second[second.index("agent "):second.index(f"{len(SCENARIOS)} runs in")]
+    assert sum(line.startswith("demo-") for line in table.splitlines()) == len(SCENARIOS)  # this batch only
+    assert query(db, "SELECT count(*) FROM runs") == [(2 * n,)]
+    # Incremental: the second batch is diagnosed, the first one's diagnoses are left as they were.
+    assert f"diagnosed {n} runs: " in second
+    after = query(db, "SELECT run_id, label, analyzed_at FROM diagnoses ORDER BY ALL")
+    assert set(first_analysed) < set(after)

@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 
 from looptrace.tracer.export.source import open_source
 
+from .analysing import Analyser
 from .messages import OpenChildren, OpenRun
 from .screens import HelpScreen, RunScreen, RunsScreen, SearchScreen, SqlScreen, UsageScreen
 from .screens.base import ViewerScreen
@@ -41,6 +42,7 @@ class ViewerApp(App[None]):
     ) -> None:
         super().__init__()
         self.store = open_source(db)  # a store, or a Parquet export of one
+        self.analyser = Analyser(self.store)  # diagnoses the runs shown that have none
         self.refresh_seconds = refresh_seconds
 
     def on_mount(self) -> None:

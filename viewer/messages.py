@@ -12,13 +12,21 @@ from .data import RunDetail, RunPage, RunPair, StepDetail
 from .search import SearchPage
 
 __all__ = ["RunsLoaded", "RunLoaded", "ActionsLoaded", "DiffLoaded", "StepLoaded", "QueryDone", "PagerReady",
-           "LoadFailed", "StepHighlighted", "StepSelected", "SearchDone", "UsageLoaded"]
+           "LoadFailed", "StepHighlighted", "StepSelected", "SearchDone", "UsageLoaded", "RunsAnalysed"]
 
 
 class RunsLoaded(Message):
     def __init__(self, page: RunPage) -> None:
         super().__init__()
         self.page = page
+
+
+class RunsAnalysed(Message):
+    """Runs without a diagnosis were analysed in a worker: ``diagnosed`` of them got one."""
+
+    def __init__(self, diagnosed: int) -> None:
+        super().__init__()
+        self.diagnosed = diagnosed
 
 
 class RunLoaded(Message):

@@ -32,7 +32,8 @@ def add_command(
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every command, or with only the entry point named ``only``."""
     parser = argparse.ArgumentParser(
         prog="looptrace",
         description="Trace-first observability and replay for LLM agent loops.",
@@ -43,12 +44,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
-        entry.load().register(sub)
+        if only is None or entry.name == only:
+            entry.load().register(sub)
     return parser
 
 
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[return-value]
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The command of ``argv`` when it is also the name of its entry point (sql, compact, ...), so
+    that only that module is imported: start-up is most of a quick ``looptrace sql``."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or not any(e.name == first for e in entry_points(group=COMMANDS_GROUP)):
+        return None
+    return first
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only = _named_command(argv)
+    parser = build_parser(only)
+    if only is not None and only not in _choices(parser):
+        parser = build_parser()  # the entry point registers other names only: list every command
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(message)s")
     if not getattr(args, "func", None):

@@ -1,21 +1,30 @@
-"""Printing query results for a terminal, CSV or JSON: every cell escaped for display first."""
+"""Printing query results for a terminal, CSV or JSON: every cell escaped for display first.
+
+``looptrace sql`` prints its table with rich, which wraps a long value inside its column rather
+than cutting it: a value is cut only past ``MAX_WRAPPED`` characters, and never with ``full``.
+(``format_table`` is the plain fixed-width layout other commands print their summaries with.)
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
+from .plural import count
 from .terminal import visible
 
-__all__ = ["format_table", "write_rows", "cell_text"]
+__all__ = ["format_table", "write_rows", "cell_text", "rich_table", "MAX_WRAPPED"]
 
 MAX_CELL = 60
+MAX_WRAPPED = 500  # characters of one value in a wrapped table, unless --full
+_PIPE_WIDTH = 160  # table width when stdout is not a terminal (COLUMNS overrides)
 
 
 def cell_text(value: Any) -> str:
@@ -38,10 +47,7 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_c
     cells = [[_clip(cell_text(v), max_cell) for v in row] for row in rows]
     heads = [_clip(visible(c, newlines=False), max_cell) for c in columns]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
-    numeric = [
-        all(isinstance(row[i], (int, float, Decimal)) or row[i] is None for row in rows) and bool(rows)
-        for i in range(len(columns))
-    ]
+    numeric = [_numeric(rows, i) for i in range(len(columns))]
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
@@ -51,8 +57,68 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_c
     return "\n".join(out)
 
 
+def _numeric(rows: Sequence[Sequence[Any]], i: int) -> bool:
+    return bool(rows) and all(isinstance(row[i], (int, float, Decimal)) or row[i] is None for row in rows)
+
+
+def rich_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, full: bool = False) -> Any:
+    """A ``rich.table.Table`` of the rows: every cell escaped text (never markup), long values
+    wrapped inside their column, and cut at ``MAX_WRAPPED`` characters unless ``full``."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for i, name in enumerate(columns):
+        table.add_column(Text(visible(name, newlines=False)), justify="right" if _numeric(rows, i) else "left",
+                         overflow="fold")
+    for row in rows:
+        cells = (cell_text(v) for v in row)
+        table.add_row(*(Text(c if full else _clip(c, MAX_WRAPPED)) for c in cells))
+    return table
+
+
+def _plain_lines(columns: Sequence[str], cells: list[list[str]], numeric: list[bool], width: int) -> list[str] | None:
+    """The table rich would print, when every value is ASCII and it fits in ``width`` unwrapped: the
+    common case (``SELECT count(*) ...``) then costs no rich import and render (~0.1-0.2 s, which
+    is most of a quick query's start-up). None when rich has to lay it out."""
+    heads = [visible(c, newlines=False) for c in columns]
+    if not all(t.isascii() for t in heads) or not all(t.isascii() for row in cells for t in row):
+        return None
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    if sum(widths) + 3 * (len(widths) - 1) > width:
+        return None
+
+    def line(values: Sequence[str]) -> str:
+        return "   ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    return [line(heads), "─" * (sum(widths) + 3 * (len(widths) - 1)), *(line(r) for r in cells)]
+
+
+def _print_table(out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, full: bool) -> None:
+    tty = out.isatty() if hasattr(out, "isatty") else False
+    width = shutil.get_terminal_size((_PIPE_WIDTH, 24)).columns if tty else int(
+        os.environ.get("COLUMNS") or _PIPE_WIDTH)
+    cells = [[c if full else _clip(c, MAX_WRAPPED) for c in map(cell_text, row)] for row in rows]
+    lines = _plain_lines(columns, cells, [_numeric(rows, i) for i in range(len(columns))], width) if columns else None
+    if lines is not None:
+        if tty:
+            lines[0] = f"\x1b[1m{lines[0]}\x1b[0m"  # bold, as rich prints the header
+    else:
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), width=width, highlight=False, emoji=False, markup=False,
+                          soft_wrap=False, force_terminal=tty, no_color=not tty)
+        with console.capture() as captured:
+            console.print(rich_table(columns, rows, full=full))
+        # Rich pads every line to the table's width; trailing blanks only get in the way of a pipe.
+        lines = [line.rstrip() for line in captured.get().splitlines()]
+    out.write("\n".join(lines) + "\n")
+    out.write(count(len(rows), "row").join("()") + "\n")
+
+
 def write_rows(
-    out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table"
+    out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table", *, full: bool = False
 ) -> None:
     if fmt == "csv":
         # CSV stays exact for files and pipes; on a terminal, control characters are shown escaped.
@@ -66,9 +132,7 @@ def write_rows(
         json.dump([dict(zip(columns, r)) for r in rows], out, ensure_ascii=True, default=str, indent=1)
         out.write("\n")
     else:
-        width = shutil.get_terminal_size((120, 20)).columns
-        out.write(format_table(columns, rows, max_cell=max(32, min(MAX_CELL, width // max(1, len(columns))))))
-        out.write(f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+        _print_table(out, columns, rows, full=full)
 
 
 def to_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table") -> str:

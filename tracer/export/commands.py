@@ -14,17 +14,22 @@ __all__ = ["register"]
 def _export(args: argparse.Namespace) -> int:
     from ..store import StoreError
 
-    from .parquet import export_parquet, parse_since
+    from ..cli.progress import Progress
+    from .parquet import PARTITIONS, export_parquet, parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
-        report = export_parquet(args.db, args.parquet, since=since)
+        with Progress(f"exporting {args.db}", total=len(PARTITIONS)) as progress:
+            report = export_parquet(args.db, args.parquet, since=since, on_table=lambda _: progress.advance())
     except (StoreError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     rate = report.total_rows / report.seconds if report.seconds else 0.0
-    runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
-    print(f"exported {runs} ({report.total_rows} rows, {report.files} files, {report.bytes / 1e6:.1f} MB) to "
+    from ..cli.plural import count
+
+    runs = count(report.runs, "run")
+    print(f"exported {runs} ({count(report.total_rows, 'row')}, {count(report.files, 'file')}, "
+          f"{report.bytes / 1e6:.1f} MB) to "
           f"{report.folder} in {report.seconds:.2f}s ({rate:,.0f} rows/s)")
     print("rows: " + ", ".join(f"{t} {n}" for t, n in report.rows.items() if n))
     if report.waiting:

@@ -20,6 +20,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -304,9 +305,10 @@ def _publish(staging: Path, folder: Path) -> tuple[int, int]:
 def export_parquet(
     db: str | os.PathLike[str], folder: str | os.PathLike[str], *,
     since: datetime | Literal["auto"] | None = None, grace: timedelta = GRACE,
-    stale: timedelta = STALE_AFTER,
+    stale: timedelta = STALE_AFTER, on_table: Callable[[str], None] | None = None,
 ) -> ExportReport:
-    """Write what ``folder`` does not hold yet of the store at ``db`` (everything, the first time)."""
+    """Write what ``folder`` does not hold yet of the store at ``db`` (everything, the first time).
+    ``on_table(name)`` is called as each of the ``PARTITIONS`` is done (progress)."""
     started = time.perf_counter()
     db_path, out = Path(db), Path(folder)
     if not db_path.exists() and not segments_dir(db_path).exists():
@@ -335,6 +337,8 @@ def export_parquet(
                 for table in PARTITIONS:
                     if table != "diagnoses" or snapshot:
                         rows[table] = _copy(conn, table, staging, export_id, params)
+                    if on_table is not None:
+                        on_table(table)
                 runs = int(_scalar(conn, "SELECT count(*) FROM _export_runs"))
                 waiting = int(_scalar(conn, WAITING, {"cut": cut}))
             files, size = _publish(staging, out)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..cli.main import add_command
-from ..store import DEFAULT_DB, StoreError
+from ..store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -14,6 +14,7 @@ __all__ = ["register"]
 def _sql(args: argparse.Namespace) -> int:
     from ..cli.table import write_rows
     from ..export.source import open_source
+    from ..store import StoreError
     from .sql import QueryError, run_query
 
     try:
@@ -21,7 +22,7 @@ def _sql(args: argparse.Namespace) -> int:
     except (QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    write_rows(sys.stdout, result.columns, result.rows, args.format)
+    write_rows(sys.stdout, result.columns, result.rows, args.format, full=args.full)
     if result.truncated:
         print(f"(stopped at --limit {args.limit}; more rows exist)", file=sys.stderr)
     return 0
@@ -34,7 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("query", help="one SQL statement")
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path or Parquet export folder (default {DEFAULT_DB})")
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="table (long values wrap inside their column), csv or json (default table)")
+    p.add_argument("--full", action="store_true",
+                   help="in a table, print every value whole (by default one is cut after 500 characters)")
     p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
     p.add_argument("--timeout", type=float, default=30.0, help="stop the query after this many seconds")
     p.set_defaults(func=_sql)

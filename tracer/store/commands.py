@@ -6,14 +6,18 @@ import argparse
 import sys
 
 from ..cli.main import add_command
-from . import DEFAULT_DB, Store, StoreError
+from . import DEFAULT_DB
 
 __all__ = ["register"]
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from ..cli.progress import Progress
+    from . import Store, StoreError
+
     try:
-        n = Store(args.db).compact()
+        with Progress(f"compacting {args.db}"):
+            n = Store(args.db).compact()
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

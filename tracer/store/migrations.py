@@ -11,7 +11,6 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 import duckdb
-import pyarrow as pa
 
 from ..records.actions import call_key
 from .errors import StoreError
@@ -40,6 +39,8 @@ def _m004_action_key(conn: duckdb.DuckDBPyConnection) -> None:
     # Each call's action identity (records/actions.py), so SQL, the analyzer, diff and the viewer
     # agree on when two steps are the same action. Rows stored before it get theirs here, computed
     # by the same Python function the sink uses, a batch at a time.
+    import pyarrow as pa  # here, not at the top: opening a store to read it needs no pyarrow
+
     conn.execute("ALTER TABLE tool_call_records ADD COLUMN action_key VARCHAR")
     reader = conn.sql(
         "SELECT rowid, tool, CAST(args AS VARCHAR) AS args FROM tool_call_records WHERE tool IS NOT NULL"

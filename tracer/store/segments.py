@@ -19,11 +19,12 @@ from collections.abc import Mapping, Sequence
 from itertools import count
 from pathlib import Path
 from threading import Lock, Thread
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported where used: reading a store (`looptrace sql`) needs no pyarrow
 
 from .tables import RECORD_TABLES
 
@@ -83,6 +84,8 @@ def _length(data: TableData) -> int:
 
 def to_arrow(data: TableData, schema: pa.Schema) -> pa.Table:
     """``data`` as an Arrow table of ``schema``: missing columns are null, unknown ones ignored."""
+    import pyarrow as pa
+
     if isinstance(data, Mapping):
         n = _length(data)
         return pa.Table.from_pydict({f.name: data.get(f.name, [None] * n) for f in schema}, schema=schema)
@@ -110,6 +113,8 @@ class SegmentWriter:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.dir / f".tmp-{name}"
         tmp.mkdir()
+        import pyarrow.parquet as pq
+
         try:
             for table, table_rows in tables.items():
                 if table not in RECORD_TABLES:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import duckdb
-import pyarrow as pa
 
 from . import segments as seg
 from .errors import StoreError
@@ -320,9 +319,14 @@ class Store:
             names = [n for n in names if n not in done]
         present = {r[0] for r in conn.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'").fetchall()}
+        # A file at the current schema version has every column; checking each table against the
+        # Arrow schema would migrate an in-memory database per table (~50 ms each, on every read).
+        current = schema_version(conn, "store") >= SCHEMA_VERSION
         for table in (*RECORD_TABLES, "absorbed_segments"):
             base = f"store.{table}"
             if table not in present:  # added by a migration this file has not had yet (it was busy)
+                import pyarrow as pa  # only here: most reads need no pyarrow, and it costs start-up
+
                 empty = pa.Table.from_pylist([], schema=seg.arrow_schema(table))  # noqa: F841 - read by SQL
                 conn.execute(f"CREATE TEMP TABLE _missing_{table} AS SELECT * FROM empty")
                 base = f"_missing_{table}"
@@ -339,8 +343,10 @@ class Store:
                     # A segment absorbed and removed since we listed it is already in the file.
                     files = []
             parts = [f"SELECT * FROM {base}"] + ([f"SELECT * FROM _pending_{table}"] if files else [])
-            if table in RECORD_TABLES and self._lacks_columns(conn, base, table):
+            if table in RECORD_TABLES and not current and self._lacks_columns(conn, base, table):
                 # A file a migration has not reached yet (it was busy): the columns added since read as NULL.
+                import pyarrow as pa
+
                 shape = pa.Table.from_pylist([], schema=seg.arrow_schema(table))  # noqa: F841 - read by SQL
                 conn.execute(f"CREATE TEMP TABLE _shape_{table} AS SELECT * FROM shape")
                 parts.append(f"SELECT * FROM _shape_{table}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar, TypeVar
 
 from textual.message import Message
@@ -17,7 +18,7 @@ from textual.worker import WorkerState, get_current_worker
 
 from looptrace.tracer.store import Store
 
-from ..messages import LoadFailed
+from ..messages import LoadFailed, RunsAnalysed
 from ..safe import safe
 
 __all__ = ["ViewerScreen", "one_line"]
@@ -82,6 +83,16 @@ class ViewerScreen(Screen[None]):
     def on_load_failed(self, message: LoadFailed) -> None:
         self.notify(f"{message.what}: {safe(message.error, newlines=False).plain}", severity="error",
                     markup=False, timeout=8)
+
+    def analyse(self, runs: list[tuple[str, str | None, bool]]) -> bool:
+        """Analyse, in a worker, those of ``runs`` (id, status, has a diagnosis) that need it; the
+        screen gets ``RunsAnalysed`` when done. False if there was nothing to do."""
+        analyser = getattr(self.app, "analyser", None)
+        ids = analyser.claim(runs) if analyser is not None else []
+        if not ids:
+            return False
+        self.load("analyse", "analysing runs", partial(analyser.analyse, ids), RunsAnalysed)
+        return True
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

@@ -12,7 +12,19 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-__all__ = ["HelpScreen", "key_rows"]
+__all__ = ["HelpScreen", "key_rows", "reflow"]
+
+
+def reflow(text: str) -> str:
+    """Join a screen's hard-wrapped help lines into paragraphs, so they wrap at the box's width (80
+    columns or 160); an indented line (an example) and a blank line keep their breaks."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if lines and lines[-1] and not lines[-1][0].isspace() and line and not line[0].isspace():
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def key_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
@@ -43,7 +55,7 @@ class HelpScreen(ModalScreen[None]):
         super().__init__()
         self.title_text = f"Keys: {getattr(under, 'NAME', '') or 'viewer'}"
         self.rows = key_rows(under)
-        self.about = getattr(under, "HELP", "")
+        self.about = reflow(getattr(under, "HELP", ""))
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, show_header=False, padding=(0, 2))

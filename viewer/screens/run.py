@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from looptrace.tracer.store import Store
 
 from ..data import RunDetail, load_run, primary_range
-from ..messages import OpenChildren, RunLoaded, StepSelected
+from ..messages import OpenChildren, RunLoaded, RunsAnalysed, StepSelected
 from ..safe import safe
 from ..widgets import DiagnosisPanel, KeysFooter, RunCharts, RunSummary, Timeline, TitleBar
 from .base import ViewerScreen
@@ -71,8 +71,12 @@ class RunScreen(ViewerScreen):
         self.detail = detail
         self.query_one(RunSummary).show(detail)
         self.query_one(Timeline).show(detail.steps, primary_range(detail.diagnoses))
-        self.query_one(DiagnosisPanel).show(detail.diagnoses)
+        analysing = not detail.diagnoses and self.analyse([(self.run_id, detail.run.status, False)])
+        self.query_one(DiagnosisPanel).show(detail.diagnoses, analysing=analysing)
         self.query_one(RunCharts).show(detail.steps)
+
+    def on_runs_analysed(self, message: RunsAnalysed) -> None:
+        self.reload()
 
     def action_evidence(self) -> None:
         if self.detail is None:

@@ -11,11 +11,12 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import Store
 
 from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
-from ..messages import OpenChildren, OpenRun, RunsLoaded
+from ..messages import OpenChildren, OpenRun, RunsAnalysed, RunsLoaded
 from ..safe import safe
 from ..widgets import KeysFooter, RunsTable, TitleBar
 from .base import ViewerScreen
@@ -94,13 +95,18 @@ class RunsScreen(ViewerScreen):
         self.page = message.page
         self.query_one(RunsTable).show(message.page.rows)
         self._show_status()
+        self.analyse([(r.run_id, r.status, r.label is not None) for r in message.page.rows])
+
+    def on_runs_analysed(self, message: RunsAnalysed) -> None:
+        if message.diagnosed:
+            self.reload()
 
     def _show_status(self) -> None:
         page = self.page
         text = Text()
         if page is not None:
             shown = len(page.rows)
-            text.append(f"{page.total_runs:,} runs, {shown:,} shown")
+            text.append(f"{count(page.total_runs, 'run', thousands=True)}, {shown:,} shown")
             if page.more:
                 text.append(f"  · more match: m shows {RUNS_PAGE} more, or narrow the filter",
                             style="bold yellow")

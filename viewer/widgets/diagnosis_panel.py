@@ -25,9 +25,12 @@ def _steps(d: DiagnosisRow) -> str:
     return f"steps {d.first_step}–{d.last_step}"
 
 
-def diagnosis_text(diagnoses: Sequence[DiagnosisRow]) -> Text:
+def diagnosis_text(diagnoses: Sequence[DiagnosisRow], *, analysing: bool = False) -> Text:
     if not diagnoses:
-        return Text("No diagnosis yet: run `looptrace analyze` on this store.", style="dim")
+        if analysing:
+            return Text("Analysing this run…", style="dim italic")
+        return Text("No diagnosis: none of the analyzer's rules explains how this run ended "
+                    "(`looptrace analyze` re-analyses, with other thresholds if you like).", style="dim")
     primary, *others = diagnoses if diagnoses[0].is_primary else (None, *diagnoses)
     text = Text()
     if primary is not None:
@@ -52,5 +55,5 @@ class DiagnosisPanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="diagnosis-text")
 
-    def show(self, diagnoses: Sequence[DiagnosisRow]) -> None:
-        self.query_one("#diagnosis-text", Static).update(diagnosis_text(diagnoses))
+    def show(self, diagnoses: Sequence[DiagnosisRow], *, analysing: bool = False) -> None:
+        self.query_one("#diagnosis-text", Static).update(diagnosis_text(diagnoses, analysing=analysing))

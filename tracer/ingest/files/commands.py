@@ -88,6 +88,10 @@ def _import(args: argparse.Namespace) -> int:
     print(f"steps imported: {report.steps_imported}")
     print(f"files: {report.files_seen} seen, {len(report.skipped)} skipped" + (f"; runs by format: {formats}"
                                                                             if formats else ""))
+    if report.runs_imported:
+        from ...on_stored import notify_stored
+
+        notify_stored(args.db, out=sys.stdout)  # the runs without a diagnosis: the ones just imported
     if not report.ok:
         print("error: nothing could be imported", file=sys.stderr)
     return 0 if report.ok else 1

@@ -1,0 +1,87 @@
+"""Start-up: the CLI loads no heavy package before the command that needs it runs.
+
+Timings live in ``make bench`` (bench/cli_startup.py); what can be asserted without a clock is which
+modules a fresh process has loaded, and that the lazy package ``__init__``s still export every name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from looptrace.tracer.store import Store
+
+from .conftest import PYTHON, python_env
+
+HEAVY = ("anthropic", "textual", "opentelemetry.sdk", "opentelemetry.exporter", "google.protobuf", "pyarrow",
+         "rich", "jsonschema")
+
+
+def _loaded_after(argv: list[str]) -> list[str]:
+    code = (
+        "import sys, json, contextlib, io\n"
+        "from looptrace.tracer.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+def test_help_loads_no_heavy_package() -> None:
+    modules = _loaded_after(["--help"])
+    assert _heavy(modules) == []
+    assert "duckdb" not in modules  # --help reads no store
+
+
+def test_sql_loads_duckdb_and_nothing_heavier(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    Store(db).compact()
+    modules = _loaded_after(["sql", "--db", str(db), "SELECT 1", "--format", "csv"])
+    assert "duckdb" in modules
+    assert _heavy(modules) == []
+
+
+@pytest.mark.parametrize("package", [
+    "looptrace.tracer", "looptrace.tracer.store", "looptrace.tracer.spans", "looptrace.tracer.export",
+    "looptrace.tracer.query", "looptrace.tracer.ingest.files", "looptrace.loop", "looptrace.replay",
+    "looptrace.replay.analyzer",
+])
+def test_lazy_packages_export_every_name(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+        assert name in dir(module)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018
+
+
+def test_from_import_of_a_lazy_name_is_the_defining_object() -> None:
+    from looptrace.tracer import Tracing
+    from looptrace.tracer.spans.tracing import Tracing as defined
+
+    assert Tracing is defined
+
+
+def test_a_command_named_like_its_entry_point_loads_only_that_module(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    Store(db).compact()
+    modules = _loaded_after(["sql", "--db", str(db), "SELECT 1"])
+    assert "looptrace.tracer.query.commands" in modules
+    assert not {"looptrace.loop.commands", "looptrace.viewer.commands", "looptrace.replay.analyze_command"} & set(
+        modules)
+    # demo is registered by the `loop` entry point: found through the full parser.
+    assert "looptrace.loop.commands" in _loaded_after(["demo", "--help"])

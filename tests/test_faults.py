@@ -347,9 +347,9 @@ def test_a_runaway_query_is_stopped_by_its_timeout(store: Path) -> None:
     started = time.monotonic()
     result = looptrace("sql", "--db", store, "--timeout", "2",
                        "SELECT count(*) FROM range(100000000) a, range(100000000) b")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # the query runs in its own process now: its start-up counts
     line = one_line_error(result)
-    assert "stopped after 2s (timeout)" in line
+    assert "query stopped: over the 2 s time limit" in line
 
 
 def test_a_memory_hungry_query_is_stopped_with_an_out_of_memory_message(store: Path) -> None:
@@ -357,7 +357,7 @@ def test_a_memory_hungry_query_is_stopped_with_an_out_of_memory_message(store: P
     result = looptrace("sql", "--db", store, "SELECT string_agg(repeat('x', 1000), ',') FROM range(5000000)")
     assert time.monotonic() - started < 30
     line = one_line_error(result)
-    assert "out of memory" in line
+    assert "query stopped: over the 2 GB memory limit" in line
 
 
 @pytest.mark.parametrize("sql", ["SELECT 1; SELECT 2", "SELECT 1; DROP TABLE spans",

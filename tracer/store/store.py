@@ -181,6 +181,7 @@ class Store:
     def _absorb(self, conn: duckdb.DuckDBPyConnection) -> int:
         names = seg.list_segments(self.segments_dir)
         if not names:
+            seg.empty_trash(self.segments_dir)  # what a killed compaction or an older version left
             return 0
         done = {
             r[0]

@@ -165,18 +165,9 @@ def test_agents_exit_at_once_while_another_process_holds_the_store(db: Path) -> 
 
 # -- fork ---------------------------------------------------------------------------------------------
 
-FORK_GAPS = {
-    "_exit": "BUG: a forked child that leaves by os._exit (as multiprocessing does) loses every span it "
-             "made: the SDK's batch processor holds them in the child's queue and no exit handler runs "
-             "(tracer/tracing.py has no fork hook to flush a child's runs)",
-}
-
-
-@pytest.mark.parametrize("exit_how", [
-    "return",
-    pytest.param("_exit", marks=pytest.mark.xfail(reason=FORK_GAPS["_exit"], strict=True)),
-    "sys.exit",
-])
+# "_exit" was a known gap (every span of the child lost); a forked child now exports each run as it
+# ends (issue 18; every start method is in tests/test_fork_children.py).
+@pytest.mark.parametrize("exit_how", ["return", "_exit", "sys.exit"])
 def test_a_forked_child_traces_its_own_run_without_hangs_or_duplicates(db: Path, exit_how: str) -> None:
     proc = agent("fork", str(db), "20", exit_how)
     out, err = proc.communicate(timeout=30)

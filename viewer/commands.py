@@ -7,15 +7,55 @@ import sys
 from pathlib import Path
 
 from looptrace.tracer.cli.main import add_command
-from looptrace.tracer.store import DEFAULT_DB
+from looptrace.tracer.store import DEFAULT_DB, StoreError
 
 __all__ = ["register"]
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be viewed (one line), or None. Checked before the terminal is taken over,
+    so a foreign, damaged or missing file gets one line on stderr, not a traceback or a broken screen."""
+    import duckdb
+
+    from looptrace.tracer.export.source import open_source
+
+    if path.is_file() and _foreign_duckdb(path):
+        return (f"{path}: a DuckDB database, but not a looptrace store (no schema_migrations table); "
+                "it was not changed")
+    try:
+        with open_source(path).reader(locked_down=True) as conn:
+            conn.execute("SELECT count(*) FROM runs").fetchone()
+    except StoreError as exc:  # ExportError is one too
+        return " ".join(str(exc).split())
+    except duckdb.Error as exc:  # a file that attaches but is not a looptrace store (no such views)
+        return f"{path}: not a readable looptrace store ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def _foreign_duckdb(path: Path) -> bool:
+    """A DuckDB file with tables but no looptrace schema: opening it as a store would migrate it."""
+    import duckdb
+
+    conn = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        conn.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS probe (READ_ONLY)")
+        names = {r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'probe'").fetchall()}
+    except duckdb.Error:
+        return False  # not DuckDB at all, or busy: the store's own open says why
+    finally:
+        conn.close()
+    return bool(names) and "schema_migrations" not in names
 
 
 def _view(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         print(f"error: {path}: no such store (create one with: looptrace demo --db {path})", file=sys.stderr)
+        return 1
+    problem = _unreadable(path)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 1
     if args.web:
         from .web import serve

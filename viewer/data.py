@@ -34,7 +34,7 @@ from .queries import (
 )
 
 __all__ = [
-    "RUNS_PAGE", "TIMELINE_LIMIT", "TEXT_CAP", "CALLS_LIMIT", "SQL_ROW_LIMIT", "SQL_TIMEOUT", "SORTS",
+    "RUNS_PAGE", "TIMELINE_LIMIT", "TEXT_CAP", "CALLS_LIMIT", "SQL_ROW_LIMIT", "SQL_TIMEOUT", "SQL_MEMORY_GB", "SORTS",
     "RunRow", "RunPage", "RunInfo", "TimelineStep", "DiagnosisRow", "RunDetail", "ToolCallDetail",
     "ModelCall", "StepDetail", "RunPair", "list_runs", "load_run", "load_actions", "load_diff", "load_step",
     "full_step_text", "run_sql", "primary_range",
@@ -49,6 +49,7 @@ LLM_CALLS_LIMIT = 10
 REDACTIONS_LIMIT = 50  # manifest rows (field, rule) shown for one step
 SQL_ROW_LIMIT = 1_000  # hard limit pushed into user queries in the SQL screen
 SQL_TIMEOUT = 10.0
+SQL_MEMORY_GB = 2.0  # the query runs in a child process under this ceiling: the viewer is never the one stopped
 
 
 @dataclass(frozen=True)
@@ -358,10 +359,12 @@ def full_step_text(store: Store, run_id: str, step: int) -> str:
 
 
 def run_sql(
-    store: Store, sql: str, *, limit: int = SQL_ROW_LIMIT, timeout: float = SQL_TIMEOUT
+    store: Store, sql: str, *, limit: int = SQL_ROW_LIMIT, timeout: float = SQL_TIMEOUT,
+    memory_gb: float = SQL_MEMORY_GB,
 ) -> QueryResult:
-    """User SQL, exactly as ``looptrace sql`` runs it: one read-only statement on a locked-down session."""
-    return run_query(store, sql, limit=limit, timeout=timeout)
+    """User SQL, exactly as ``looptrace sql`` runs it: one read-only statement on a locked-down session,
+    in a child process stopped past ``timeout`` seconds or ``memory_gb``."""
+    return run_query(store, sql, limit=limit, timeout=timeout, memory_gb=memory_gb)
 
 
 def primary_range(diagnoses: Sequence[DiagnosisRow]) -> tuple[int, int] | None:

@@ -78,7 +78,8 @@ class ParquetSource:
 
     @contextmanager
     def reader(
-        self, *, locked_down: bool = True, absorb: bool = True, memory_limit: str = "2GB", **_: object,
+        self, *, locked_down: bool = True, absorb: bool = True, memory_limit: str = "2GB",
+        scratch: str | None = None, **_: object,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only session over the export; ``absorb`` is accepted for ``Store`` compatibility."""
         manifest = self.manifest()
@@ -93,7 +94,7 @@ class ParquetSource:
             apply_views(conn)
             if locked_down:
                 conn.execute(f"SET allowed_directories = [{_literal(str(folder) + os.sep)}]")
-                lockdown(conn, memory_limit=memory_limit)
+                lockdown(conn, memory_limit=memory_limit, scratch=scratch)
             yield conn
         finally:
             conn.close()

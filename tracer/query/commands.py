@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from ..cli.main import add_command
@@ -18,7 +19,8 @@ def _sql(args: argparse.Namespace) -> int:
     from .sql import QueryError, run_query
 
     try:
-        result = run_query(open_source(args.db), args.query, limit=args.limit, timeout=args.timeout)
+        result = run_query(open_source(args.db), args.query, limit=args.limit, timeout=args.timeout,
+                           memory_gb=args.memory)
     except (QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -26,6 +28,17 @@ def _sql(args: argparse.Namespace) -> int:
     if result.truncated:
         print(f"(stopped at --limit {args.limit}; more rows exist)", file=sys.stderr)
     return 0
+
+
+def _positive(text: str) -> float:
+    """A limit: 0, negative, inf or nan would leave the query unbounded, so they are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,5 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--full", action="store_true",
                    help="in a table, print every value whole (by default one is cut after 500 characters)")
     p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
-    p.add_argument("--timeout", type=float, default=30.0, help="stop the query after this many seconds")
+    p.add_argument("--timeout", type=_positive, default=30.0,
+                   help="stop the query after this many seconds (default 30)")
+    p.add_argument("--memory", type=_positive, default=2.0,
+                   help="stop the query past this many GB of memory (default 2)")
     p.set_defaults(func=_sql)

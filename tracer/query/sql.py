@@ -1,86 +1,31 @@
 """User SQL against a store: one statement, on a read-only, locked-down session.
 
 The session cannot read or write files, attach databases, install or load extensions, or change
-settings (see ``store.lockdown``); a query that runs too long is interrupted.
+settings (see ``store.lockdown``). ``run_query`` runs it in a child process with a memory ceiling
+and a deadline that kills it (``supervise.py``); ``session.execute`` is the part the child runs.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import duckdb
-
-from ..store import Store
+from .session import DEFAULT_TIMEOUT, QueryError, QueryResult, check_single_statement, execute
+from .supervise import run_supervised
 
 if TYPE_CHECKING:
     from ..export.source import ParquetSource
+    from ..store import Store
 
-__all__ = ["QueryError", "QueryResult", "run_query", "check_single_statement", "DEFAULT_TIMEOUT"]
+__all__ = ["QueryError", "QueryResult", "run_query", "check_single_statement", "DEFAULT_TIMEOUT",
+           "DEFAULT_MEMORY_GB", "execute"]
 
-DEFAULT_TIMEOUT = 30.0
-_READ_ONLY = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
-
-
-class QueryError(Exception):
-    """The query was refused or failed; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    truncated: bool  # more rows existed than ``limit``
-    seconds: float
-
-
-def check_single_statement(sql: str) -> None:
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise QueryError(_one_line(exc)) from exc
-    if len(statements) != 1:
-        raise QueryError(f"expected exactly one SQL statement, got {len(statements)}")
-    kind = statements[0].type
-    if kind not in _READ_ONLY:
-        raise QueryError(f"only queries are allowed (SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN), not {kind.name}")
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text.split(" LINE 1:")[0]
-
-
-def execute(
-    conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT
-) -> QueryResult:
-    """Run one statement on an open (locked-down) session, fetching at most ``limit`` rows."""
-    check_single_statement(sql)
-    timer = threading.Timer(timeout, conn.interrupt)
-    timer.daemon = True
-    started = time.perf_counter()
-    timer.start()
-    try:
-        cursor = conn.execute(sql)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchmany(limit + 1) if limit is not None else cursor.fetchall()
-    except duckdb.InterruptException as exc:
-        raise QueryError(f"query stopped after {timeout:g}s (timeout); add a LIMIT or a WHERE") from exc
-    except duckdb.OutOfMemoryException as exc:
-        raise QueryError(f"query stopped: out of memory ({_one_line(exc)})") from exc
-    except duckdb.Error as exc:
-        raise QueryError(_one_line(exc)) from exc
-    finally:
-        timer.cancel()
-    truncated = limit is not None and len(rows) > limit
-    return QueryResult(columns, rows[:limit] if truncated else rows, truncated, time.perf_counter() - started)
+DEFAULT_MEMORY_GB = 2.0
 
 
 def run_query(
-    store: Store | ParquetSource, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT
+    store: Store | ParquetSource, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT,
+    memory_gb: float = DEFAULT_MEMORY_GB,
 ) -> QueryResult:
+    """Run one statement in a supervised child: stopped past ``timeout`` seconds or ``memory_gb``."""
     check_single_statement(sql)
-    with store.reader(locked_down=True) as conn:
-        return execute(conn, sql, limit=limit, timeout=timeout)
+    return run_supervised(store, sql, limit=limit, timeout=timeout, memory_gb=memory_gb)

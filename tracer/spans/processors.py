@@ -51,10 +51,19 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         self._high_water = max_queue_size - max_export_batch_size
         self._max_wait = max_wait_seconds
         self._handed = 0
+        self._export_each_run = False
         at_fork(self._after_fork)
 
     def _after_fork(self) -> None:
         self._handed = 0  # the exporter's counters restart at zero in the child too
+        self.export_each_run()
+
+    def export_each_run(self) -> None:
+        """Export each run the moment it ends. For child processes: a forked child may leave by
+        ``os._exit`` (multiprocessing's workers do, os.fork users may) and a pool's workers are ended
+        by SIGTERM, both skipping every exit hook, so the spans still queued would be lost. A run is
+        coarse: one segment per run, not per span."""
+        self._export_each_run = True
 
     def on_end(self, span: ReadableSpan) -> None:
         if not span.context or not span.context.trace_flags.sampled:
@@ -67,6 +76,8 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
                 )
             self._handed += 1
         super().on_end(span)
+        if self._export_each_run and span.name.startswith(c.OP_INVOKE_AGENT):
+            self.force_flush()
 
     def shutdown(self) -> None:
         self._batch_processor.shutdown()

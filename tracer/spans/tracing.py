@@ -12,6 +12,8 @@ import logging
 import os
 import signal
 import threading
+import weakref
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -22,7 +24,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from .exporter import DuckDBSpanExporter
 from .manual import Run
 from .processors import BackpressureSpanProcessor, RunStartProcessor
-from .forking import at_fork
 from ..sink.redact import Redactor
 from ..store import DEFAULT_DB, Store
 
@@ -59,6 +60,18 @@ def _exit_on_sigterm() -> None:
         pass
 
 
+def _weak_call(method: Callable[[], object]) -> Callable[[], None]:
+    """``method`` called while its object lives; the hook never keeps it alive."""
+    weak = weakref.WeakMethod(method)  # type: ignore[arg-type]
+
+    def call() -> None:
+        bound = weak()
+        if bound is not None:
+            bound()
+
+    return call
+
+
 class Tracing:
     """Set up tracing into a store. Use ``run()`` to trace an agent run; ``shutdown()`` at the end
     (also done at interpreter exit by the SDK)."""
@@ -81,12 +94,12 @@ class Tracing:
         self.redactor = redactor if redactor is not None else Redactor()
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
         self.exporter: DuckDBSpanExporter | None = None
+        self._processor: BackpressureSpanProcessor | None = None
         if self.db is not None:
             self.exporter = DuckDBSpanExporter(self.db, durable=durable, redactor=self.redactor)
             self.provider.add_span_processor(RunStartProcessor(self.exporter))
-            self.provider.add_span_processor(
-                BackpressureSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_millis)
-            )
+            self._processor = BackpressureSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_millis)
+            self.provider.add_span_processor(self._processor)
         endpoint = otlp_endpoint or _otlp_endpoint_from_env()
         if endpoint:
             from .otlp import otlp_processor
@@ -98,15 +111,31 @@ class Tracing:
         self._closed = False
         if handle_sigterm:
             _exit_on_sigterm()
-        at_fork(self._after_fork)
+        # A forked child that leaves by os._exit skips every exit hook: the processor exports each of
+        # its runs as the run ends (BackpressureSpanProcessor._after_fork), and multiprocessing's
+        # children also flush through its own exit hooks.
+        self._watch_multiprocessing()
 
-    def _after_fork(self) -> None:
-        # multiprocessing children leave through os._exit, skipping atexit: flush through
-        # multiprocessing's own exit hooks, which its children run before they go.
+    def _watch_multiprocessing(self) -> None:
+        import multiprocessing
+        import multiprocessing.util
+
+        # Forked multiprocessing children (Process, Pool, ProcessPoolExecutor) run this after start-up.
+        multiprocessing.util.register_after_fork(self, Tracing._flush_at_child_exit)
+        if multiprocessing.parent_process() is not None:  # made inside a spawn or forkserver child
+            self._flush_at_child_exit()
+            if self._processor is not None:
+                self._processor.export_each_run()
+
+    def _flush_at_child_exit(self) -> None:
+        """In a ``multiprocessing`` child, flush through multiprocessing's own exit hooks, which its
+        children run before they leave by ``os._exit`` (atexit never runs there). Registered after
+        ``multiprocessing`` has cleared the finalizers it inherited, or the hook would be wiped before
+        it runs (3 processes and 4 pool tasks, 42 steps: 0 stored)."""
         if not self._closed:
             import multiprocessing.util
 
-            multiprocessing.util.Finalize(None, self.flush, exitpriority=100)
+            multiprocessing.util.Finalize(None, _weak_call(self.flush), exitpriority=100)
 
     def run(self, agent: str, **kwargs: Any) -> Run:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from itertools import count
 from pathlib import Path
-from threading import Lock, Thread
+from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -35,6 +35,7 @@ __all__ = [
     "segment_files",
     "quarantine",
     "remove_segments",
+    "empty_trash",
     "arrow_schema",
     "fsync",
     "to_arrow",
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 QUARANTINE = "quarantine"
-TRASH = ".absorbed"  # absorbed segments waiting to be deleted
+TRASH = ".absorbed"  # absorbed segments being deleted (left behind only by a kill, or by older versions)
 
 
 def segments_dir(store_path: str | os.PathLike[str]) -> Path:
@@ -150,36 +151,38 @@ def segment_files(directory: Path, names: Sequence[str], table: str) -> list[str
 
 
 def remove_segments(directory: Path, names: Sequence[str]) -> None:
-    """Take absorbed segments out of readers' sight now, and delete them in the background.
+    """Delete absorbed segments now, in the caller's thread; also whatever earlier runs left in ``.absorbed/``.
 
-    Deleting a file whose blocks were just fsynced is slow on some disks (on ext4 mounted with
-    ``discard``, as here, ~3.5 ms per file: an absorbed segment of 3-4 files costs ~10 ms), and
-    compaction runs when a traced process shuts down. So each segment is renamed into
-    ``.absorbed/`` (one metadata operation; readers skip dot-names) and a daemon thread deletes
-    what is there. If the process exits first, the next compaction deletes the rest.
+    Called only after the absorbing transaction committed, so a kill anywhere in here loses nothing:
+    a segment still in place is recorded in ``absorbed_segments`` and is deleted, never absorbed
+    again, by the next compaction. Each segment is first renamed into ``.absorbed/`` (one atomic
+    metadata operation; readers skip dot-names), so a reader never sees one half-deleted, then its
+    files are removed. Deletion used to run in a daemon thread that died with a short-lived process
+    (``looptrace compact``), and an early return skipped the trash when nothing was pending: two
+    compactions left all 403 absorbed segments on disk.
     """
-    if not names:
-        return
-    trash: Path | None = directory / TRASH
+    trash = directory / TRASH
     try:
         trash.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        return  # no segments folder at all
     except OSError:
-        trash = None
+        for n in names:
+            shutil.rmtree(directory / n, ignore_errors=True)
+        return
     for n in names:
         try:
-            if trash is None:
-                raise OSError("no trash folder")
             os.rename(directory / n, trash / n)
         except FileNotFoundError:
             pass  # already gone
         except OSError:
             shutil.rmtree(directory / n, ignore_errors=True)
-    if trash is not None:
-        Thread(target=_empty, args=(trash,), name="looptrace-segment-cleanup", daemon=True).start()
+    empty_trash(directory)
 
 
-def _empty(folder: Path) -> None:
-    """Delete what ``folder`` holds (never the folder: another process may be moving into it)."""
+def empty_trash(directory: Path) -> None:
+    """Delete what ``.absorbed/`` holds (never the folder itself: a rename into it may be under way)."""
+    folder = directory / TRASH
     try:
         entries = os.listdir(folder)
     except OSError:

@@ -180,6 +180,7 @@ class Store:
     def _absorb(self, conn: duckdb.DuckDBPyConnection) -> int:
         names = seg.list_segments(self.segments_dir)
         if not names:
+            seg.empty_trash(self.segments_dir)  # what a killed compaction or an older version left
             return 0
         done = {
             r[0]
@@ -254,7 +255,7 @@ class Store:
     @contextmanager
     def reader(
         self, *, locked_down: bool = True, absorb: bool = True, wait: float = DEFAULT_WAIT,
-        memory_limit: str = "2GB",
+        memory_limit: str = "2GB", scratch: str | None = None,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only session over the store and every flushed segment.
 
@@ -277,7 +278,7 @@ class Store:
                 self._session_tables(conn)
                 apply_views(conn)
                 if locked_down:
-                    lockdown(conn, memory_limit=memory_limit)
+                    lockdown(conn, memory_limit=memory_limit, scratch=scratch)
                 yield conn
             finally:
                 conn.close()
@@ -381,8 +382,16 @@ def _sql_str(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def lockdown(conn: duckdb.DuckDBPyConnection, *, memory_limit: str = "2GB") -> None:
-    """No file access, no extensions, no setting changes: what user SQL may run under."""
+def lockdown(conn: duckdb.DuckDBPyConnection, *, memory_limit: str = "2GB", scratch: str | None = None) -> None:
+    """No file access, no extensions, no setting changes: what user SQL may run under.
+
+    ``scratch`` (a private folder) takes DuckDB's spill files and its secrets folder: otherwise they
+    default to ``./.tmp`` and ``~/.duckdb``, and ``duckdb_settings()`` shows the working and home
+    directories to the query (docs/reliability.md says what user SQL may see).
+    """
+    if scratch is not None:
+        conn.execute(f"SET temp_directory = '{_sql_str(Path(scratch))}'")
+        conn.execute(f"SET secret_directory = '{_sql_str(Path(scratch) / 'secrets')}'")
     conn.execute(f"SET memory_limit = '{memory_limit}'")
     conn.execute("SET autoinstall_known_extensions = false")
     conn.execute("SET autoload_known_extensions = false")

@@ -14,6 +14,7 @@ from looptrace.tracer.store import Store
 
 from ..data import RunPair, load_diff
 from ..messages import DiffLoaded, StepSelected
+from ..safe import safe_plain
 from ..widgets import DiffTable, KeysFooter, TitleBar
 from .base import ViewerScreen
 
@@ -60,7 +61,7 @@ class DiffScreen(ViewerScreen):
         table.show((pair.original, pair.derived), diff.pairs, diff.first_divergence)
         a = sum(p.a is not None for p in diff.pairs)
         b = sum(p.b is not None for p in diff.pairs)
-        text = Text(f"{pair.kind} of {pair.original[:12]}", style="bold")
+        text = Text(f"{pair.kind} of {safe_plain(pair.original[:12], newlines=False)}", style="bold")
         text.append(f"  · steps: {a} beside {b}, {diff.common} alike")
         if diff.first_divergence is None:
             text.append("  · same actions throughout")

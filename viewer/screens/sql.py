@@ -2,7 +2,8 @@
 
 One read-only statement per run, on a session that cannot touch files, load extensions or change
 settings (``Store.reader(locked_down=True)`` + ``tracer.sql.execute``), at most ``SQL_ROW_LIMIT``
-rows, stopped after ``SQL_TIMEOUT`` seconds. Errors are shown where the results would be.
+rows, run in a child process stopped after ``SQL_TIMEOUT`` seconds or past ``SQL_MEMORY_GB`` (so a
+stopped query never takes the viewer with it). Errors are shown where the results would be.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from textual.widgets import Static, TextArea
 
 from looptrace.tracer.store import Store
 
-from ..data import SQL_ROW_LIMIT, SQL_TIMEOUT, run_sql
+from ..data import SQL_MEMORY_GB, SQL_ROW_LIMIT, SQL_TIMEOUT, run_sql
 from ..messages import LoadFailed, QueryDone
 from ..safe import safe
 from ..widgets import KeysFooter, ResultsTable, TitleBar
@@ -44,7 +45,8 @@ class SqlScreen(ViewerScreen):
     HELP = (
         "One read-only statement (SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) over the views runs,\n"
         "steps, tool_calls, llm_calls, diagnoses, spans, exactly as `looptrace sql` runs it:\n"
-        f"at most {SQL_ROW_LIMIT:,} rows, stopped after {SQL_TIMEOUT:g} s, no file access.\n"
+        f"at most {SQL_ROW_LIMIT:,} rows, stopped after {SQL_TIMEOUT:g} s or past {SQL_MEMORY_GB:g} GB,\n"
+        "no file access.\n"
         "ctrl+r (or ctrl+enter where the terminal sends it) runs the query; F2-F5 load an example,\n"
         "F1 shows this help. Tab moves between the editor and the results."
     )

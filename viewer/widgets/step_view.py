@@ -15,7 +15,7 @@ from textual.widgets import Static
 from ..badges import status_badge
 from ..data import TEXT_CAP, ModelCall, StepDetail, ToolCallDetail
 from ..format import fmt_bytes, fmt_cost, fmt_int, fmt_time, pretty_json
-from ..safe import safe
+from ..safe import safe, safe_plain
 from .redaction_list import redactions_text
 
 __all__ = ["StepView", "step_text", "DISPLAY_BUDGET"]
@@ -44,7 +44,9 @@ def _field(value: str | None, total_bytes: int, budget: int | None = None) -> Te
 
 
 def _call(c: ToolCallDetail, budget: int) -> Text:
-    title = f"call {c.call_index}: {c.tool}" if c.tool is not None else "no tool call (final answer)"
+    # The tool name is trace text: escaped like the rest (an OSC title sequence here set the terminal's title).
+    title = (f"call {c.call_index}: {safe_plain(c.tool, newlines=False, width=80)}" if c.tool is not None
+             else "no tool call (final answer)")
     text = _heading(title)
     if c.tool_call_id:
         text.append("\nid ", style="dim").append_text(safe(c.tool_call_id, newlines=False))

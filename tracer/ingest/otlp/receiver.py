@@ -49,6 +49,7 @@ log = logging.getLogger("looptrace.ingest")
 
 TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_BODY = 64 << 20  # bytes of a request body, after decompression
+BODY_TIMEOUT = 10.0  # seconds a half-sent body may stay silent before it is refused
 _DRAIN_MAX = 1 << 30  # an over-limit body is read and discarded up to this size, so the client sees the 413
 
 
@@ -210,6 +211,10 @@ class OtlpReceiver:
 
 
 
+class _LengthRequired(otlp.IngestError):
+    status = 411
+
+
 class _Handler(TrackedHandler):
 
     def handle_expect_100(self) -> bool:
@@ -238,7 +243,7 @@ class _Handler(TrackedHandler):
         try:
             # Read first, whatever the answer: an unread body would be parsed as the next request on a
             # kept-alive connection, which is how OTLP exporters send.
-            body = self._body(owner.max_body)
+            body = self._body(owner.max_body, required=True)
             if self.path.partition("?")[0] != TRACES_PATH:
                 raise _NotFound(f"no such endpoint: POST {self.path}; OTLP traces go to POST {TRACES_PATH}")
             encoding = self.headers.get("content-encoding")
@@ -277,14 +282,38 @@ class _Handler(TrackedHandler):
 
     do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _other
 
-    def _body(self, limit: int) -> bytes:
+    def _body(self, limit: int, *, required: bool = False) -> bytes:
+        # A sender that promises more bytes than it sends would hold its thread forever: each read of
+        # the body gives up after BODY_TIMEOUT idle seconds. Idle keep-alive connections are not timed.
+        self.connection.settimeout(BODY_TIMEOUT)
+        try:
+            return self._read_body(limit, required=required)
+        except (TimeoutError, OSError) as exc:
+            # A body that stops coming (a lying Content-Length, a stalled chunk) is the sender's fault: a
+            # 4xx, and the connection is closed since where the next request starts is unknown.
+            self.close_connection = True
+            raise otlp.MalformedRequest(f"body not received: {type(exc).__name__}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(None)
+
+    def _read_body(self, limit: int, *, required: bool) -> bytes:
         if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
             return self._chunked(limit)
+        raw = self.headers.get("content-length")
+        if raw is None:
+            if required:  # no length and no chunking: the body's end is unknowable
+                self.close_connection = True
+                raise _LengthRequired("Content-Length (or chunked transfer encoding) is required")
+            return b""
         try:
-            length = int(self.headers.get("content-length") or 0)
+            length = int(raw)
         except ValueError:
             self.close_connection = True
             raise otlp.MalformedRequest("Content-Length is not a number") from None
+        if length < 0 or not raw.strip().isdigit():
+            self.close_connection = True
+            raise otlp.MalformedRequest(f"Content-Length {raw.strip()!r} is not a byte count")
         if length > limit:
             self._drain(length)
             raise otlp.RequestTooLarge(f"body of {length} bytes is over the {limit}-byte limit")
@@ -299,7 +328,10 @@ class _Handler(TrackedHandler):
         while True:
             line = self.rfile.readline(1024)
             try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
+                text = line.split(b";", 1)[0].strip()
+                size = int(text, 16)
+                if not text or not all(c in b"0123456789abcdefABCDEF" for c in text):
+                    raise ValueError(text)  # int() also takes "-5", "+5", "0x5" and "1_0"
             except ValueError:
                 self.close_connection = True
                 raise otlp.MalformedRequest("malformed chunked body") from None
@@ -310,8 +342,11 @@ class _Handler(TrackedHandler):
             if len(body) + size > limit:
                 self.close_connection = True
                 raise otlp.RequestTooLarge(f"chunked body is over the {limit}-byte limit")
-            body += self.rfile.read(size)
-            self.rfile.readline(1024)
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
+                self.close_connection = True
+                raise otlp.MalformedRequest("malformed chunked body")
+            body += chunk
 
     def _drain(self, length: int) -> None:
         """Read and discard an over-limit body, so closing the socket does not reset the connection under

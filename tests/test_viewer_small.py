@@ -114,7 +114,7 @@ def test_runs_shown_without_a_diagnosis_are_analysed_in_a_worker(tmp_path: Path)
         assert table.move_to_key(run_id_of(db, "demo-stagnation"))
         await pilot.press("enter")
         await settle(pilot)
-        assert "The same action was repeated" in screen_text(app)
+        assert "times in a row" in screen_text(app)  # the stagnation explanation
 
     run_small(db, scenario)
     assert query(db, "SELECT count(DISTINCT run_id) FROM diagnoses") == [(3,)]

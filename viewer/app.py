@@ -32,8 +32,10 @@ class ViewerApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("colon", "sql", "SQL"),
-        Binding("s", "search", "Search"),
-        Binding("u", "usage", "Usage"),
+        # Search and usage work on every screen; the runs list shows them (at 80 columns a run's own keys
+        # leave no room for them in its footer).
+        Binding("s", "search", "Search", show=False),
+        Binding("u", "usage", "Usage", show=False),
         Binding("q", "quit", "Quit"),
     ]
 

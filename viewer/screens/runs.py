@@ -43,7 +43,10 @@ class RunsScreen(ViewerScreen):
         Binding("o", "sort", "Sort"),
         Binding("O", "reverse", "Reverse"),
         Binding("c", "children", "Children"),
-        Binding("m", "more", "More"),
+        Binding("s", "app.search", "Search"),
+        Binding("u", "app.usage", "Usage"),
+        # Told in the status line when more runs match (the footer has no room for it at 80 columns).
+        Binding("m", "more", "More", show=False),
         Binding("escape", "escape", "Back", show=False),
     ]
 

@@ -57,7 +57,7 @@ def run_cells(r: RunRow) -> list[Text]:
 
 
 class RunsTable(SyncedTable):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open run")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
 
     def on_mount(self) -> None:
         for sort, heading, numeric in RUN_COLUMNS:

@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from .text import canonical_json
 
 __all__ = [
@@ -35,17 +37,33 @@ def _arguments(args: Any) -> Any:
     """Arguments as a value: JSON text is parsed, so stored and live arguments compare equal."""
     if isinstance(args, str):
         try:
-            return json.loads(args)
-        except ValueError:
-            return args  # not JSON (a raw command line): the text itself is the argument
+            return orjson.loads(args)
+        except orjson.JSONDecodeError:
+            try:
+                return json.loads(args)  # what orjson refuses but Python reads (NaN, big numbers)
+            except ValueError:
+                return args  # not JSON (a raw command line): the text itself is the argument
     return args
+
+
+def _canonical(value: Any) -> str:
+    # The sink keys every tool call it writes, so this is hot: orjson with sorted keys is ~10x faster
+    # than canonical_json. What orjson refuses or would write as null (NaN, lone surrogates, big ints,
+    # objects) takes canonical_json; a value always takes the same path, so equal values, equal text.
+    try:
+        raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        if b"null" not in raw or "null" in canonical_json(value):
+            return raw.decode()
+    except TypeError:
+        pass
+    return canonical_json(value)
 
 
 def call_action(tool: str | None, args: Any) -> str | None:
     """The readable identity of one tool call: ``tool {canonical args}``; None without a tool."""
     if tool is None:
         return None
-    return f"{tool} {canonical_json(_arguments(args))}"
+    return f"{tool} {_canonical(_arguments(args))}"
 
 
 def _md5(text: str) -> str:

@@ -52,13 +52,19 @@ def test_loop_analyzer_and_sql_agree(tmp_path: Path) -> None:
     assert signature(*calls[0]) == call_action(*calls[0])
 
 
-def test_migration_gives_rows_stored_before_it_their_action_key(tmp_path: Path) -> None:
-    db = tmp_path / "v3.duckdb"
+def _store_at_version_3(db: Path) -> duckdb.DuckDBPyConnection:
+    """An open store file as looptrace wrote it before action keys (schema version 3)."""
     conn = duckdb.connect(str(db))
     conn.execute(SCHEMA_MIGRATIONS)
     for version, name, step in MIGRATIONS[:3]:
         step(conn)
         conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+    return conn
+
+
+def test_migration_gives_rows_stored_before_it_their_action_key(tmp_path: Path) -> None:
+    db = tmp_path / "v3.duckdb"
+    conn = _store_at_version_3(db)
     conn.execute("INSERT INTO tool_call_records (run_id, step, call_index, tool, args) VALUES "
                  "('r', 1, 0, 'read', '{\"b\": 2, \"a\": 1}'), ('r', 2, 0, NULL, NULL)")
     assert migrate(conn) == len(MIGRATIONS) - 3
@@ -69,11 +75,7 @@ def test_migration_gives_rows_stored_before_it_their_action_key(tmp_path: Path) 
 
 def test_a_busy_old_file_reads_with_the_new_columns_as_null(tmp_path: Path, monkeypatch) -> None:
     db = tmp_path / "v3.duckdb"
-    conn = duckdb.connect(str(db))
-    conn.execute(SCHEMA_MIGRATIONS)
-    for version, name, step in MIGRATIONS[:3]:
-        step(conn)
-        conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+    conn = _store_at_version_3(db)
     conn.execute("INSERT INTO tool_call_records (run_id, step, call_index, tool, args) VALUES "
                  "('r', 1, 0, 'read', '{}')")
     conn.close()

@@ -1,7 +1,9 @@
 """The sink: the one road from a source to the store. Normalise, redact, write.
 
 Every source hands its records here: the span exporter (instrumentor, manual API, looptrace's own
-loop), the OTLP receiver, file importers and the analyzer's diagnoses. The sink is the only code
+loop), the OTLP receiver and the file importers. (The analyzer's diagnoses are derived from records
+already stored and replace a run's earlier ones, which append-only segments cannot express: it
+writes them in its own transaction.) The sink is the only code
 that calls the redactor on the way in and the only code that writes segments, so no source can
 forget either. Records are redacted as rows, after a source has mapped its data to them, so every
 field a source fills (names, attributes, events, resources, arguments, observations, messages)
@@ -54,9 +56,9 @@ def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:
         return tables
     if isinstance(calls, Mapping):
         cols = dict(calls)
-        keys = cols.get("action_key") or [None] * len(cols.get("tool", ()))
-        cols["action_key"] = [k if k is not None else call_key(tool, args)
-                              for k, tool, args in zip(keys, cols.get("tool", ()), cols.get("args", ()))]
+        n = len(next(iter(cols.values()), ()))
+        keys, tools, args = (cols.get(c) or [None] * n for c in ("action_key", "tool", "args"))
+        cols["action_key"] = [k if k is not None else call_key(tool, a) for k, tool, a in zip(keys, tools, args)]
     else:
         cols = [{**r, "action_key": r.get("action_key") or call_key(r.get("tool"), r.get("args"))} for r in calls]
     return {**tables, "tool_call_records": cols}

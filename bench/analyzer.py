@@ -4,7 +4,7 @@ The store (1,000,000 steps by default; ``LOOPTRACE_BENCH_ANALYZER_STEPS=10000000
 which takes minutes) is built through the bulk path (``bulkstore.py``: Parquet segments, absorbed).
 The baseline is the cheapest set-based form of the analyzer's core question: one window query over
 the stored ``action_key`` that computes each run's longest streak of identical actions, every row
-fetched. Each side runs in a child process of its own, so its peak RSS (``ru_maxrss``) is its own;
+fetched. Each side runs in a child process of its own, so its peak RSS (``VmHWM``) is its own;
 rounds alternate which goes first.
 """
 
@@ -61,7 +61,14 @@ def _child(mode: str, db: str) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"seconds": seconds, "cpu": usage.ru_utime + usage.ru_stime - cpu0, "runs": n,
-            "rss_mb": usage.ru_maxrss / 1024}
+            "rss_mb": _peak_rss_mb()}
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak: VmHWM. Linux carries ``ru_maxrss`` across exec, so a child would report
+    the bench process's size at the fork when that was larger."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 
 
 def _measure(mode: str, db: Path) -> dict[str, Any]:

@@ -26,12 +26,17 @@ demo: $(STAMP)
 	$(BIN)/looptrace demo --db $(DB)
 
 # The browser tests (report pages, view --web) drive Debian's chromium headless. Where apt-get cannot
-# install it (not root, no Debian), they skip and say why; everything else still runs.
+# install it (not root, no Debian), they skip and say why; everything else still runs. Under CI=true
+# they are required (README, "What CI requires"): a failed install fails here, with apt-get's output.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
-	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } || \
-	  echo "chromium could not be installed (apt-get failed): the browser tests will skip"; }
+	@command -v chromium >/dev/null 2>&1 || { export DEBIAN_FRONTEND=noninteractive; log=$$(mktemp); \
+	  apt-get install -y -qq --no-install-recommends chromium >$$log 2>&1 || \
+	  { apt-get update -qq >>$$log 2>&1 && apt-get install -y -qq --no-install-recommends chromium >>$$log 2>&1; } || \
+	  case "$${CI:-}" in \
+	    ""|0|false) echo "chromium could not be installed (apt-get failed): the browser tests will skip";; \
+	    *) cat $$log >&2; echo "error: chromium could not be installed (apt-get failed above), and CI=$$CI" \
+	         "requires the browser tests" >&2; rm -f $$log; exit 1;; \
+	  esac; rm -f $$log; }
 
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
 test: $(TEST_STAMP) chromium

@@ -300,7 +300,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.release.wait(10)
+                receiver.release.wait(60)  # held: answers when the test ends (or after a minute)
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver.requests.append(request)
@@ -407,7 +407,7 @@ def test_a_dead_or_hung_otlp_endpoint_does_not_slow_the_agent_and_losses_are_rec
     import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401 - import cost is not the endpoint's
 
     baseline = min(_traced_run(tmp_path / f"base{i}.duckdb", None)[0] for i in range(2))
-    with Receiver(hold=True) as hung:  # answers after 10 s: longer than the exporter's 5 s timeout
+    with Receiver(hold=True) as hung:  # answers only at the end: after the exporter's 5 s timeout
         for name, url in (("dead", dead_url), ("hung", hung.url)):
             db = tmp_path / f"{name}.duckdb"
             seconds, run_id = _traced_run(db, url)
@@ -445,11 +445,13 @@ def test_a_store_file_from_before_export_drops_reads_without_migrating(tmp_path:
         assert session.execute("SELECT count(*) FROM export_drops").fetchall() == [(0,)]
 
 
+@pytest.mark.slow
 def test_a_full_queue_drops_and_counts_per_run(no_otlp_env: None) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     with Receiver(hold=True) as hung:
-        exporter = CountingSpanExporter(OTLPSpanExporter(endpoint=hung.url + "/v1/traces", timeout=5))
+        # The exporter would wait 60 s for the hung endpoint; shutdown must not wait for it.
+        exporter = CountingSpanExporter(OTLPSpanExporter(endpoint=hung.url + "/v1/traces", timeout=60))
         processor = OtlpSpanProcessor(exporter, name="otlp test", max_queue_size=64, max_export_batch_size=32,
                                       wait_seconds=0.2)
         provider = TracerProvider(shutdown_on_exit=False)
@@ -466,9 +468,11 @@ def test_a_full_queue_drops_and_counts_per_run(no_otlp_env: None) -> None:
         for _ in range(10):
             with tracer.start_as_current_span("other"):
                 pass
-        started = time.perf_counter()
+        started = time.monotonic()
         provider.shutdown()
-        assert time.perf_counter() - started < 1.0
+        # Bounded by wait_seconds (0.2 s), not the exporter's 60 s: 10 s is slack for a loaded machine.
+        # (`make bench` prints the hung / healthy shutdown ratio.)
+        assert time.monotonic() - started < 10
     # The first batch (32) was in flight, unanswered: failed. The rest never left the queue: dropped.
     losses = [(r["run_id"], r["dropped"], r["failed"]) for r in processor.losses]
     assert losses == [(None, 10, 0), ("r1", 168, 32)]

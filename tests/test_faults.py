@@ -233,18 +233,24 @@ def test_a_full_disk_mid_run_loses_only_what_could_not_be_written(tmp_path: Path
     """A real ENOSPC: a 1 MiB tmpfs mounted in an unprivileged user and mount namespace, filled up by the
     agent after its early steps. The store is copied out before the namespace ends, then read back here."""
     if shutil.which("unshare") is None:
-        pytest.skip("needs unshare(1) to mount a tiny file system without root")
+        pytest.skip("needs unshare(1) to mount a tiny file system without root")  # util-linux not installed
     mnt, copy = tmp_path / "mnt", tmp_path / "copy"
     mnt.mkdir()
     copy.mkdir()
     fill = f'fill "{mnt}/store.duckdb" {EARLY} {LATE} {OBSERVATION} 0 {filler}:"{mnt}/filler"'
-    script = (f'mount -t tmpfs -o size=1m looptrace-test "{mnt}" || exit 97\n'
+    # The script prints "mounted" once the tmpfs is there. Only a failure before that is the machine's
+    # (unprivileged user namespaces disabled, or no tmpfs in them); anything after it is the agent's, and
+    # fails the test: a crash (exit 1, no "agent finished") is a failure, never a skip.
+    script = (f'mount -t tmpfs -o size=1m looptrace-test "{mnt}" || exit 97\necho mounted\n'
               f'"$0" -m tests.fault_agent {fill}\n'
               f'rc=$?\nrm -f "{mnt}/filler"\ncp -a "{mnt}/." "{copy}/"\nexit $rc\n')
     proc = subprocess.run(["unshare", "-Urm", "sh", "-c", script, PYTHON], capture_output=True, text=True,
                           env=python_env(), cwd=ROOT, timeout=60)
-    if proc.returncode in (97, 1) and "agent finished" not in proc.stdout:
+    if "mounted" not in proc.stdout.splitlines():
+        # Outside the project: the kernel or a container refuses an unprivileged user namespace or a
+        # tmpfs mount in it (`unshare -Urm` or `mount` failed before the agent started).
         pytest.skip(f"cannot mount a tmpfs in a user namespace here: {proc.stderr.strip()[:200]}")
+    assert proc.returncode == 0 and "agent finished" in proc.stdout, (proc.returncode, proc.stderr[-2000:])
     assert "No space left on device" in proc.stderr
     assert_loss_reported_and_early_steps_intact(proc, copy / "store.duckdb")
 
@@ -408,17 +414,6 @@ def test_looptrace_analyze_escapes_hostile_text(hostile: tuple[Path, list[str]])
 def test_looptrace_diff_escapes_hostile_text(hostile: tuple[Path, list[str]]) -> None:
     db, (a, b) = hostile
     assert_escaped(looptrace("diff", a, b, "--db", db), "tool01 " + SHOWN[0], "tool11 " + SHOWN[0])
-
-
-@pytest.mark.slow
-def test_looptrace_demo_table_escapes_hostile_text(hostile: tuple[Path, list[str]], tmp_path: Path) -> None:
-    db, _ = hostile
-    copy = tmp_path / "demo.duckdb"
-    shutil.copy(db, copy)
-    result = looptrace("demo", "--db", copy, timeout=120)
-    # The demo prints only the batch it added (the hostile run already there is not listed): whatever it
-    # prints, no raw control character leaks.
-    assert_escaped(result, "demo-healthy")
 
 
 # -- soak -----------------------------------------------------------------------------------------------

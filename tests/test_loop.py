@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,13 @@ def _schema(**properties: dict[str, Any]) -> dict[str, Any]:
             "additionalProperties": False}
 
 
+# The three calls of one step meet here: only calls that run at the same time get past it (in turn, the
+# first would wait out the timeout and fail). A barrier resets once passed, so it serves every run.
+_TOGETHER = threading.Barrier(3, timeout=30)
+
+
 def _slow(n: int) -> str:
+    _TOGETHER.wait()
     # Later calls finish first, so results can only line up with their calls by tool_use_id.
     time.sleep(0.25 - 0.05 * n)
     return f"slow result {n}"
@@ -367,11 +374,12 @@ def test_parallel_tool_calls_run_at_once_and_results_match_by_id(db: Path) -> No
     first = [s for s in stored.steps if s["step"] == 1]
     assert [(s["call_index"], s["tool_call_id"], s["observation"]) for s in first] == [
         (n, ids[n], f"slow result {n}") for n in range(3)]
-    # In order the calls would take 0.25 + 0.2 + 0.15 = 0.6 s; together, the longest one dominates.
-    step_seconds = (first[0]["ended_at"] - first[0]["started_at"]).total_seconds()
-    assert 0.25 <= step_seconds < 0.5
+    # Each call's time is its own (at least its sleep) and the step's span covers all three. How much
+    # running them together saves is a timing claim: `make bench` prints it as a ratio (bench/timings.py).
+    step_ms = (first[0]["ended_at"] - first[0]["started_at"]).total_seconds() * 1000
     calls_ms = [c["duration_ms"] for c in stored.tool_calls if c["step"] == 1]
     assert [ms >= want - 5 for ms, want in zip(calls_ms, (250, 200, 150), strict=True)] == [True] * 3
+    assert step_ms >= max(calls_ms) - 1
 
 
 # -- faults -------------------------------------------------------------------------------------

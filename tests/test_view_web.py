@@ -9,12 +9,15 @@ table has rows, and more.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import socket
 import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -48,6 +51,12 @@ _TEXT_LINES_JS = """
 """
 
 
+class Served(NamedTuple):
+    url: str
+    pid: int  # the `looptrace view --web` process, whose listening socket one test reads
+    port: int
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -55,7 +64,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def served(demo: Path) -> Iterator[str]:
+def served(demo: Path) -> Iterator[Served]:
     port = _free_port()
     proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "view", str(demo), "--web", "--port", str(port),
                              "--refresh", "0"], cwd=ROOT, env=python_env(),
@@ -71,13 +80,13 @@ def served(demo: Path) -> Iterator[str]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.2)
-        yield url
+        yield Served(url, proc.pid, port)
     finally:
         proc.terminate()
         proc.wait(30)
 
 
-def test_the_browser_draws_the_runs_table(served: str, demo: Path) -> None:
+def test_the_browser_draws_the_runs_table(served: Served, demo: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
     # The agent column is ~22 characters wide: a longer name is cut with an ellipsis.
     agents = {a[:16] for (a,) in query(demo, "SELECT agent FROM runs WHERE parent_run_id IS NULL")}
@@ -88,7 +97,7 @@ def test_the_browser_draws_the_runs_table(served: str, demo: Path) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.on("websocket", lambda ws: ws.on(
                 "framereceived", lambda f: received.append(f if isinstance(f, str) else f.decode("utf-8", "replace"))))
-            page.goto(served)
+            page.goto(served.url)
             deadline = time.monotonic() + 60
             while not all(a in "".join(received) for a in agents) and time.monotonic() < deadline:
                 page.wait_for_timeout(250)
@@ -102,7 +111,34 @@ def test_the_browser_draws_the_runs_table(served: str, demo: Path) -> None:
     assert lines >= len(agents) + 3, lines  # title, filter, header and a line per run were drawn
 
 
-def test_web_binds_to_loopback_by_default_and_runs_the_same_viewer(tmp_path: Path) -> None:
+def _listening(pid: int, port: int) -> list[str]:
+    """The local addresses of the sockets process ``pid`` listens on at ``port``, as the kernel has them
+    (/proc/net/tcp and tcp6, matched to the process's own file descriptors by inode)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed while we looked
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port and fields[9] in inodes:  # 0A: LISTEN
+                raw = bytes.fromhex(address)  # each 32-bit word in host (little-endian) order
+                words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                found.append(str(ipaddress.ip_address(words)))
+    return found
+
+
+def test_web_binds_to_loopback_by_default_and_runs_the_same_viewer(served: Served, tmp_path: Path) -> None:
+    # `served` started `looptrace view --web --port P` without --host: the socket it listens on is the claim.
+    addresses = _listening(served.pid, served.port)
+    assert addresses and all(ipaddress.ip_address(a).is_loopback for a in addresses), addresses
+    # The warning for other hosts hangs on is_loopback.
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     command = viewer_command(tmp_path / "a b.duckdb", 0)

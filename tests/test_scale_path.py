@@ -10,10 +10,12 @@ processes through the real CLI, once per module: the tests below read what that 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -147,11 +149,40 @@ def test_the_compacted_store_opens_read_only_in_plain_duckdb(chain: Chain) -> No
     assert primary == [(len(chain.runs),)]
 
 
-@pytest.mark.skipif(shutil.which("duckdb") is None, reason="the duckdb CLI is not on PATH")
+# `make test` installs the DuckDB shell from its package (duckdb-cli, in the test extra) into the
+# virtualenv, whose bin/ need not be on PATH; elsewhere a `duckdb` on PATH serves.
+DUCKDB_CLI = shutil.which("duckdb", path=os.pathsep.join([str(Path(PYTHON).parent), os.environ.get("PATH", "")]))
+
+
+def _older_cli() -> str:
+    """Why the installed duckdb-cli cannot read this DuckDB's files (it is older), or "" if it can."""
+    try:
+        cli = version("duckdb-cli")
+    except PackageNotFoundError:
+        return ""
+    if _major_minor(cli) >= _major_minor(duckdb.__version__):
+        return ""
+    return (f"duckdb-cli {cli} (the newest on the package index) is older than duckdb {duckdb.__version__}, "
+            "which wrote the store: it refuses the file's storage version (docs/scale.md says to use a "
+            "DuckDB at least as new as looptrace's)")
+
+
+def _major_minor(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+@pytest.mark.skipif(DUCKDB_CLI is None, reason="no duckdb CLI here: `make test` installs it (duckdb-cli)")
 def test_the_duckdb_cli_reads_the_store(chain: Chain) -> None:
+    assert DUCKDB_CLI is not None
     _cli("compact", "--db", str(chain.store))
-    done = subprocess.run(["duckdb", "-readonly", "-csv", str(chain.store), "SELECT count(*) AS n FROM runs"],
+    done = subprocess.run([DUCKDB_CLI, "-readonly", "-csv", str(chain.store), "SELECT count(*) AS n FROM runs"],
                           capture_output=True, text=True, timeout=TIMEOUT)
+    older = _older_cli()
+    if older:
+        # Strict in effect: exactly the known refusal, or the test fails (a CLI that reads the file, or
+        # fails another way, needs looking at). Not a mark: a broken fixture must fail, not xfail.
+        assert done.returncode != 0 and "created with a newer version of DuckDB" in done.stderr, done
+        pytest.xfail(older)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["n", str(len(chain.runs))]
 

@@ -239,12 +239,13 @@ def test_parallel_requests_are_all_answered() -> None:
             )
             answers[n] = text_of(message)
 
-        threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+        # Daemon threads joined with a timeout: a server that answers in turn fails this test, never hangs it.
+        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in range(8)]
         started = time.monotonic()
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join()
+            thread.join(max(0.0, started + 60 - time.monotonic()))
         elapsed = time.monotonic() - started
     assert answers == {n: f"echo {n}" for n in range(8)}
     assert len(server.requests) == 8

@@ -103,8 +103,11 @@ def test_a_signal_mid_run_ends_it_interrupted_and_keeps_its_steps(db: Path, sig:
     proc = agent("steps", str(db), "100000", "0.02")
     try:
         read_until(proc, "step 30")
-        time.sleep(0.4)  # the batch processor flushes every 0.1 s
-        flushed = query(db, "SELECT count(*) FROM steps")[0][0]
+        # The batch processor flushes every 0.1 s: wait until 30 steps are in (a loaded machine may take
+        # longer than a fixed sleep would allow).
+        deadline = time.monotonic() + 60
+        while (flushed := query(db, "SELECT count(*) FROM steps")[0][0]) < 30 and time.monotonic() < deadline:
+            time.sleep(0.1)
         sent = time.monotonic()
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=5)

@@ -417,9 +417,12 @@ def test_a_429_waits_as_long_as_retry_after_says(db: Path) -> None:
     assert [c["retries"] for c in stored.llm_calls] == [1]
 
 
+@pytest.mark.slow
 def test_a_timeout_is_retried(db: Path) -> None:
-    slow = Reply([{"type": "text", "text": "too late"}], delay=1.0)
-    result, server, stored = run_loop(db, [slow, finish("in time")], timeout=0.2)
+    # The retried request must come back within the timeout too: 5 s, so a loaded machine cannot make it
+    # time out as well (0.2 s could). The first reply's 30 s delay ends when the server stops.
+    slow = Reply([{"type": "text", "text": "too late"}], delay=30.0)
+    result, server, stored = run_loop(db, [slow, finish("in time")], timeout=5.0)
 
     assert (result.status, result.answer, result.steps) == ("ok", "in time", 1)
     assert len(server.requests) == 2

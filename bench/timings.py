@@ -186,7 +186,8 @@ def _otlp_shutdown(rounds: int) -> Result:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}"
     try:
-        ours, theirs = alternate(rounds, lambda: _shutdown_seconds(url, True), lambda: _shutdown_seconds(url, False))
+        ours, theirs = alternate(rounds, lambda: _shutdown_seconds(url, True),
+                                 lambda: _shutdown_seconds(url, False))
     finally:
         _Hung.release.set()
         server.shutdown()

@@ -5,8 +5,8 @@ skips where that is missing, which is right on a developer's machine and wrong i
 `make test` installs them: there a skip would report green for a test that never ran. The README's
 section "What CI requires" lists those tests in a ``required-in-ci`` block; this plugin reads it
 from there (the README.md in pytest's rootdir: one list, for the reader and the check) and, under
-``CI=true``, fails the run when one of them was skipped or not collected at all. It adds a section to the terminal summary and sets
-the exit status; pytest's own summary line still ends the output.
+``CI=true``, fails the run when one of them was skipped or not collected at all. It adds a section
+to the terminal summary and sets the exit status; pytest's own summary line still ends the output.
 """
 
 from __future__ import annotations

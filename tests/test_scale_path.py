@@ -153,7 +153,8 @@ def test_the_compacted_store_opens_read_only_in_plain_duckdb(chain: Chain) -> No
 
 # `make test` installs the DuckDB shell from its package (duckdb-cli, in the test extra) into the
 # virtualenv, whose bin/ need not be on PATH; elsewhere a `duckdb` on PATH serves.
-DUCKDB_CLI = shutil.which("duckdb", path=os.pathsep.join([str(Path(PYTHON).parent), os.environ.get("PATH", "")]))
+_VENV_BIN = str(Path(PYTHON).parent)
+DUCKDB_CLI = shutil.which("duckdb", path=os.pathsep.join([_VENV_BIN, os.environ.get("PATH", "")]))
 
 
 def _older_cli() -> str:
@@ -177,8 +178,9 @@ def _major_minor(text: str) -> tuple[int, ...]:
 def test_the_duckdb_cli_reads_the_store(chain: Chain) -> None:
     assert DUCKDB_CLI is not None
     _cli("compact", "--db", str(chain.store))
-    done = subprocess.run([DUCKDB_CLI, "-readonly", "-csv", str(chain.store), "SELECT count(*) AS n FROM runs"],
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    sql = "SELECT count(*) AS n FROM runs"
+    done = subprocess.run([DUCKDB_CLI, "-readonly", "-csv", str(chain.store), sql], capture_output=True,
+                          text=True, timeout=TIMEOUT)
     older = _older_cli()
     if older:
         # Strict in effect: exactly the known refusal, or the test fails (a CLI that reads the file, or

@@ -7,19 +7,26 @@ stay in memory until its root span (the one without a parent) has arrived and no
 Each trace is mapped exactly once, so nothing is ever written twice, and a span sent twice (a client
 retrying after a lost response) is recognised by its id and dropped.
 
-The trade-offs: a run appears when its trace ends, not step by step (the ``spans`` of a live agent
-wait with it); memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace
-idle longest is written early); and a span that arrives after its trace was written is kept in
-``spans`` only (counted in ``late_spans``: raise ``settle`` when several processes share traces).
-A trace whose root never arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``.
-Spans that looptrace itself traced (``looptrace.run.id``) map span by span, so they are written at once.
+**Durable before acknowledged.** The memory is a cache: before a request is answered 200, its spans
+are written as they arrived to the journal table ``received_spans`` (through the sink: redacted, one
+fsynced segment, grouped with the requests that arrived meanwhile; see ``journal.py``). A receiver
+started on a store reads back the spans a killed one left open and finishes their traces by the same
+rules, each once. When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
+write (a full disk), the request is answered 503 with ``Retry-After``, which OTLP clients retry; so is
+one that would hold more than ``max_buffered_spans`` in memory while the store refuses writes.
 
-A request is decoded whole before anything is buffered, so a malformed body changes nothing; writes go
-through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A 200
-means the spans are held; they are durable once their trace is written (before the answer when ``settle`` is 0). A write that
-fails for I/O holds the traces again and answers 503, which OTLP clients retry; a value the store
-refuses costs only its own trace's runs and steps (see ``_write``). Responses go out in one write
-with Nagle off, as in ``loop/server.py``.
+The trade-offs: a run appears when its trace ends (its spans are in ``received_spans`` meanwhile);
+memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace idle longest is
+written early); and a span that arrives after its trace was written is kept in ``spans`` only (counted
+in ``late_spans``: raise ``settle`` when several processes share traces). A trace whose root never
+arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``. Spans that looptrace
+itself traced (``looptrace.run.id``) map span by span, so they are written at once.
+
+A request is decoded whole before anything is kept, so a malformed body changes nothing; writes go
+through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A trace
+write that fails for I/O holds the trace again (it is journaled: the answer is still 200) and the
+flusher retries; a value the store refuses costs only its own trace's runs and steps (see ``_write``).
+Responses go out in one write with Nagle off, as in ``loop/server.py``.
 """
 
 from __future__ import annotations
@@ -40,8 +47,11 @@ from typing import Self
 from ...loopback import LoopbackServer, TrackedHandler
 from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
+from ...store import StoreError
 from . import protocol as otlp
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
+from .grpc_service import GrpcEndpoint
+from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, recover
 
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
@@ -60,16 +70,22 @@ class OtlpReceiver:
     ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not.
     """
 
-    def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 4318,
+    def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int | None = 4318,
+                 grpc_port: int | None = None,
                  max_body: int = DEFAULT_MAX_BODY, settle: float = 2.0, idle_timeout: float | None = 600.0,
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
-                 redactor: Redactor | None = None) -> None:
+                 redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000) -> None:
         self.db = os.fspath(db)
         self.max_body = max_body
         self._address = (host, port)
+        self._grpc_port = grpc_port
+        self._grpc: GrpcEndpoint | None = None
         self._sink = Sink(self.db, redactor=redactor, durable=durable)
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans)
+        # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
+        self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
+        self._max_buffered = max_buffered_spans
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
@@ -95,14 +111,49 @@ class OtlpReceiver:
     def url(self) -> str:
         return f"http://{self._address[0]}:{self.port}{TRACES_PATH}"
 
+    @property
+    def serves_grpc(self) -> bool:
+        return self._grpc is not None
+
+    @property
+    def grpc_url(self) -> str:
+        """The OTLP/gRPC endpoint (an exporter's ``endpoint``), when gRPC was asked for."""
+        if self._grpc is None:
+            raise RuntimeError("the receiver serves no gRPC; give grpc_port and call start()")
+        return self._grpc.url
+
     def start(self) -> Self:
-        if self._http is not None or self._stopped.is_set():
+        """Take back what a receiver killed on this store left open, then listen. A store that cannot
+        be read now is no reason to refuse spans: its journal stays, for the next start to take back."""
+        if self._threads or self._stopped.is_set():
             raise RuntimeError("an OtlpReceiver can be started once")
-        self._http = LoopbackServer(self._address, _Handler, owner=self)
-        serve = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
-                                 name="looptrace-otlp-receiver", daemon=True)
+        if self._journal is not None:
+            try:
+                left = recover(self.db)
+            except (StoreError, OSError) as exc:
+                log.warning("looptrace collect: could not read the open traces back from %s: %s", self.db, exc)
+                left = Recovered()
+            with self._lock:
+                self._buffer.restore(left.spans, left.written, time.monotonic())
+            if left.spans:
+                log.warning("looptrace collect: %d spans of %d open traces taken back from the journal",
+                            len(left.spans), len({s.trace_id for s in left.spans}))
+        if self._grpc_port is not None:
+            self._grpc = GrpcEndpoint(self.ingest, self._rejected, lambda: self.stats.last_error,
+                                      host=self._address[0], port=self._grpc_port, max_body=self.max_body)
         flusher = threading.Thread(target=self._flush_loop, name="looptrace-otlp-flusher", daemon=True)
-        self._threads = [serve, flusher]
+        self._threads = [flusher]
+        if self._address[1] is not None:
+            try:
+                self._http = LoopbackServer(self._address, _Handler, owner=self)
+            except OSError:
+                if self._grpc is not None:
+                    self._grpc.stop(0)
+                raise
+            self._threads.append(threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
+                                                  name="looptrace-otlp-receiver", daemon=True))
+        if self._grpc is not None:
+            self._grpc.start()
         for t in self._threads:
             t.start()
         return self
@@ -116,6 +167,8 @@ class OtlpReceiver:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        if self._grpc is not None:
+            self._grpc.stop()
         if self._http is not None:
             self._http.close()
         for t in self._threads:
@@ -188,16 +241,41 @@ class OtlpReceiver:
             with contextlib.suppress(Exception):
                 self._sink.write({"writer_stats": [row]})
 
+    @property
+    def journal_commits(self) -> int:
+        """Journal writes made (fewer than requests when concurrent ones were grouped)."""
+        return self._journal.commits if self._journal is not None else 0
+
+    def _journal_write(self, spans: list[PlainSpan]) -> None:
+        self._sink.write({JOURNAL: journal_rows(spans, datetime.now(timezone.utc).replace(tzinfo=None))})
+
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
-        """Buffer a decoded request and write what is due; False when the write failed (answer 503)."""
+        """Journal a decoded request, buffer it and write what is due. True once the spans are durable;
+        False when they could not be kept (answer 503: the client retries)."""
         with self._lock:
             self.stats.requests += 1
             if self._closed:
                 self.stats.last_error = "the receiver is shutting down"
                 return False
+            if self._buffer.buffered_spans + len(spans) > 2 * self._max_buffered and self.stats.write_errors:
+                # Trace writes fail and memory is full: hold no more until the store takes writes again.
+                return False
+        if self._journal is not None:
+            try:
+                self._journal.commit(spans)
+            except (OSError, Overloaded) as exc:
+                with self._lock:
+                    self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
+                    if isinstance(exc, OSError):
+                        self._buffer.stats.write_errors += 1
+                return False
+        with self._lock:
+            if self._closed:  # stopped while journaling: durable, and taken back by the next receiver
+                return self._journal is not None
             now = time.monotonic()
             traces = self._buffer.add(spans, now)
-            return self._write(self._buffer.take(now, only=traces))
+            ok = self._write(self._buffer.take(now, only=traces))
+            return ok or self._journal is not None  # a failed trace write is retried from memory
 
     def _rejected(self) -> None:
         with self._lock:

@@ -183,7 +183,7 @@ CREATE TABLE redaction_records (
 # runs and steps only once it ends, so until then this is its only durable copy. A span is open
 # while its (trace_id, span_id) is not in ``spans``; the next collect finishes those traces
 # (tracer/ingest/otlp/journal.py). Times are the span's own nanoseconds, so nothing is lost in the
-# round trip. Not in TABLES, which is what migration 1 creates.
+# round trip (unsigned, as OTLP's fixed64 is). Not in TABLES, which is what migration 1 creates.
 RECEIVED_SPANS = """
 CREATE TABLE received_spans (
     trace_id       VARCHAR NOT NULL,
@@ -191,8 +191,8 @@ CREATE TABLE received_spans (
     parent_span_id VARCHAR,
     name           VARCHAR NOT NULL,
     kind           VARCHAR,
-    start_ns       BIGINT,
-    end_ns         BIGINT,
+    start_ns       UBIGINT,
+    end_ns         UBIGINT,
     status_code    VARCHAR,
     status_message VARCHAR,
     attributes     JSON,

@@ -74,15 +74,15 @@ def journal_rows(spans: Sequence[PlainSpan], received_at: datetime) -> dict[str,
     }
 
 
-def _loads(text: str | None, empty: Any) -> Any:
-    return json.loads(text) if text else empty
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
 
 
 def spans_of_rows(rows: Iterable[Sequence[Any]]) -> list[PlainSpan]:
     """Rows of ``OPEN_SPANS_SQL`` (the journal's columns but ``received_at``) as spans again."""
     return [PlainSpan(trace_id=r[0], span_id=r[1], parent_span_id=r[2], name=r[3], kind=r[4] or "INTERNAL",
                       start_ns=r[5], end_ns=r[6], status_code=r[7] or "UNSET", status_message=r[8],
-                      attributes=_loads(r[9], {}), events=_loads(r[10], ()), resource=_loads(r[11], {}),
+                      attributes=_loads(r[9]) or {}, events=_loads(r[10]) or [], resource=_loads(r[11]) or {},
                       scope=r[12])
             for r in rows]
 
@@ -147,17 +147,32 @@ class GroupCommit:
                 self._queued -= sum(len(t.spans) for t in batch)
                 self._writing = True
                 self._cond.release()
-                error: BaseException | None = None
                 try:
-                    self._write([s for t in batch for s in t.spans])
-                except BaseException as exc:  # noqa: BLE001 - handed to every request of the batch
-                    error = exc
+                    self._commit(batch)
                 finally:
                     self._cond.acquire()
                     self._writing = False
-                    self.commits += 1
                     for t in batch:
-                        t.done, t.error = True, error
+                        t.done = True
                     self._cond.notify_all()
         if ticket.error is not None:
             raise ticket.error
+
+    def _commit(self, batch: list[_Ticket]) -> None:
+        """One write for the whole batch. An I/O error is every request's; a value the store refuses
+        (bad data) is found by writing request by request, so it fails only its own request."""
+        try:
+            self.commits += 1
+            self._write([s for t in batch for s in t.spans])
+            return
+        except Exception as exc:  # noqa: BLE001 - handed to the requests below
+            if isinstance(exc, OSError) or len(batch) == 1:
+                for t in batch:
+                    t.error = exc
+                return
+        for t in batch:
+            try:
+                self.commits += 1
+                self._write(list(t.spans))
+            except Exception as exc:  # noqa: BLE001
+                t.error = exc

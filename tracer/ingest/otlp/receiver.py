@@ -260,22 +260,27 @@ class OtlpReceiver:
             if self._buffer.buffered_spans + len(spans) > 2 * self._max_buffered and self.stats.write_errors:
                 # Trace writes fail and memory is full: hold no more until the store takes writes again.
                 return False
+        journaled = False
         if self._journal is not None:
             try:
                 self._journal.commit(spans)
+                journaled = True
             except (OSError, Overloaded) as exc:
                 with self._lock:
                     self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
                     if isinstance(exc, OSError):
                         self._buffer.stats.write_errors += 1
                 return False
+            except Exception as exc:  # noqa: BLE001 - a value the journal refuses: held as before it existed
+                log.warning("looptrace collect: could not journal %d spans (%s: %s); they are kept once "
+                            "their trace is written", len(spans), type(exc).__name__, exc)
         with self._lock:
             if self._closed:  # stopped while journaling: durable, and taken back by the next receiver
-                return self._journal is not None
+                return journaled
             now = time.monotonic()
             traces = self._buffer.add(spans, now)
             ok = self._write(self._buffer.take(now, only=traces))
-            return ok or self._journal is not None  # a failed trace write is retried from memory
+            return ok or journaled  # a journaled trace whose write failed is retried from memory
 
     def _rejected(self) -> None:
         with self._lock:

@@ -46,12 +46,16 @@ def test_a_crashed_receivers_open_trace_is_finished_once_by_the_next(db: Path) -
     crashed = OtlpReceiver(db, port=None, settle=0.5)  # never started or stopped: dropped like a kill -9
     assert crashed.ingest(spans[:1]) and crashed.ingest(spans[1:])
     assert crashed.stats.spans_written == 0  # the root is open: nothing mapped, all of it only journaled
+    # Visible while the trace is open, before it is mapped (and so are its times).
+    assert query(db, "SELECT count(*), count(DISTINCT span_id), min(start_time) > TIMESTAMP '2020-01-01', "
+                     "count(*) FILTER (received_at IS NULL) FROM open_spans") == [(3, 3, True, 0)]
     with OtlpReceiver(db, port=None, settle=0.5) as second:
         assert second.stats.recovered_spans == len(spans)
         assert second.ingest(spans[:2])  # the client retries a request whose answer the crash swallowed
     assert second.stats.duplicate_spans == 2
     assert query(db, "SELECT count(*), count(DISTINCT span_id) FROM spans") == [(3, 3)]
     assert query(db, "SELECT agent, status, n_steps FROM runs") == [("ingest-test", "incomplete", 2)]
+    assert query(db, "SELECT count(*) FROM open_spans") == [(0,)]  # written: no longer open
     with OtlpReceiver(db, port=None) as third:  # nothing left open: nothing taken back, nothing written
         assert third.stats.recovered_spans == 0
         assert third.ingest(spans[:2])  # a late retry of spans already written is dropped, not stored again

@@ -44,6 +44,8 @@ EXPECTED_VIEWS = {
     "usage_by_model": ["model", *_ROLLUP_COLUMNS],
     "usage_by_day": ["day", *_ROLLUP_COLUMNS],
     "redactions": ["run_id", "step", "record", "field", "rule", "n", "recorded_at"],
+    "open_spans": ["trace_id", "span_id", "parent_span_id", "name", "kind", "start_time", "end_time", "status_code",
+                   "status_message", "attributes", "events", "resource", "scope", "received_at"],
 }
 EXPECTED_TABLES = {
     "schema_migrations", "spans", "run_records", "step_records", "tool_call_records", "llm_call_records",

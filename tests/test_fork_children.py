@@ -11,6 +11,8 @@ in a row, under whatever load the rest of the suite puts on the machine.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -27,14 +29,19 @@ HANG = 60  # seconds: a run of the program takes ~3 s on an idle machine; more i
 
 def _run(db: Path, mode: str, parent: bool) -> None:
     env = python_env()
+    env["PYTHONFAULTHANDLER"] = "1"  # a hang is ended by SIGABRT below: every process prints its threads
     if parent:
         env["FORK_AGENT_DB"] = str(db)
     args = [PYTHON, "-m", "tests.fork_agent", str(db), mode, *(["--parent"] if parent else [])]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=HANG)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{mode}: hung (no exit within {HANG} s); stderr: {exc.stderr!r}")
-    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr[-3000:]
+        out, err = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"{mode}: hung (no exit within {HANG} s); threads of every process:\n{err[-20000:]}")
+    assert proc.returncode == 0 and out.strip() == "done", err[-3000:]
 
 
 def _check(db: Path, n: int) -> None:

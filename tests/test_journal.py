@@ -126,8 +126,9 @@ def test_otlp_grpc_with_the_real_exporter_and_unavailable_with_a_retry_hint(db: 
         obstacle.rename(f"{db}.segments-moved")
         obstacle.write_text("a file where the segments folder goes")  # every segment write fails
         stub = trace_service_pb2_grpc.TraceServiceStub(grpc.insecure_channel(receiver.grpc_url.split("//")[1]))
+        request = request_of(genai_agent)
         with pytest.raises(grpc.RpcError) as refused:
-            stub.Export(request_of(genai_agent), timeout=30)
+            stub.Export(request, timeout=30)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         hint = RetryInfo.FromString(dict(refused.value.trailing_metadata())["google.rpc.retryinfo-bin"])
         assert hint.retry_delay.seconds == 1
@@ -135,4 +136,7 @@ def test_otlp_grpc_with_the_real_exporter_and_unavailable_with_a_retry_hint(db: 
         Path(f"{db}.segments-moved").rename(obstacle)
         exporter = GrpcExporter(endpoint=receiver.grpc_url, insecure=True, timeout=30)
         assert exporter.export(finished_spans(lambda t: genai_agent(t, repeats=2))) is SpanExportResult.SUCCESS
-    assert query(db, "SELECT count(*), count(*) FILTER (status = 'ok') FROM runs") == [(2, 2)]
+        stub.Export(request, timeout=30)  # the refused request, retried: stored once, not twice
+    # The refused request's trace was held in memory meanwhile and written once the store was back.
+    assert query(db, "SELECT count(*), count(*) FILTER (status = 'ok') FROM runs") == [(3, 3)]
+    assert query(db, "SELECT count(*) - count(DISTINCT span_id) FROM spans") == [(0,)]

@@ -137,6 +137,17 @@ class TraceBuffer:
         self.stats.spans_received = received
         self.stats.recovered_spans += len(spans)
 
+    def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
+        """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued
+        to be written again after a failed write. (A span written, or dropped as a duplicate, is not.)"""
+        queued = {(tid, s.span_id) for tid, group in self._direct for s in group}
+        out = []
+        for s in spans:
+            t = self._open.get(s.trace_id) or self._loose.get(s.trace_id)
+            if (t is not None and s.span_id in t.spans) or (s.trace_id, s.span_id) in queued:
+                out.append(s)
+        return out
+
     def take(self, now: float, *, only: set[str] | None = None, everything: bool = False) -> Batch:
         """Remove and map what is due: settled complete traces, idle ones, the overflow, direct spans.
         With ``only``, just those traces are considered (a request's own; the flusher looks at all)."""

@@ -11,12 +11,18 @@ is part of what "queryable" costs.
 The baseline is the same sender against a receiver that does nothing (this module run as a script: a
 ``ThreadingHTTPServer`` reading each body and answering 200 with an empty one), timed until the sender
 exits: what the exporter, HTTP and process start-up cost before looptrace does any work.
+
+The cost of durability (issue 24): ``collect`` writes every request's spans to its journal, fsynced,
+before it answers. Beside it, in the same alternating rounds, runs the receiver it replaces: the same
+``OtlpReceiver`` with the journal off (``python -m bench.receiver memory DB``), which answered from
+memory; over OTLP/HTTP and over OTLP/gRPC (the real gRPC exporter), as a ratio durable / in-memory.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import signal
 import subprocess
 import sys
@@ -41,6 +47,8 @@ SPANS_PER_TRACE = 1 + 2 * STEPS
 _ROOT = Path(__file__).resolve().parent.parent
 _TIMEOUT = 300.0
 _SENT = re.compile(r"sent (\d+) spans in ([\d.]+) s")
+_GRPC_URL = re.compile(r"(http://\S+) \(gRPC\)")
+DURABLE_GOAL = 0.5  # durable / in-memory spans/s: durability may cost at most half (set before measuring)
 _EMPTY_200 = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
 
 
@@ -68,6 +76,21 @@ def _serve_null() -> None:
         server.server_close()
 
 
+def _serve_memory(db: str, settle: float) -> None:
+    """The receiver as it was before the journal: it answered from memory, durable only once a trace
+    was written. HTTP and gRPC on free ports, until SIGINT."""
+    from looptrace.tracer.ingest.otlp import OtlpReceiver
+
+    receiver = OtlpReceiver(db, port=0, grpc_port=0, settle=settle, journal=False).start()
+    print(f"memory receiver: listening on {receiver.url}, {receiver.grpc_url} (gRPC)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        receiver.stop()
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
@@ -79,6 +102,7 @@ class _Server:
     proc: subprocess.Popen[str]
     url: str
     stderr: IO[str]
+    grpc_url: str = ""
 
     def stop(self) -> None:
         """SIGINT: ``collect`` writes what it holds and compacts, as on Ctrl-C; killed if it hangs."""
@@ -104,12 +128,15 @@ def _start(args: list[str], log: Path) -> _Server:
         error = log.read_text(encoding="utf-8")[-2000:]
         raise RuntimeError(f"{' '.join(args)} did not start: {line!r} {error}")
     server.url = line.split("listening on ", 1)[1].split(",", 1)[0].strip()
+    grpc = _GRPC_URL.search(line)
+    server.grpc_url = grpc.group(1) if grpc else ""
     return server
 
 
-def _send(url: str, tag: str, traces: int) -> float:
+def _send(url: str, tag: str, traces: int, protocol: str = "http") -> float:
     """Run the sender to completion; its own figure (first span to flushed) in seconds."""
-    done = subprocess.run([sys.executable, "-m", "tests.otlp_sender", url, tag, str(traces), str(STEPS)],
+    extra = ["grpc"] if protocol == "grpc" else []
+    done = subprocess.run([sys.executable, "-m", "tests.otlp_sender", url, tag, str(traces), str(STEPS), *extra],
                           cwd=_ROOT, env=_env(), capture_output=True, text=True, timeout=_TIMEOUT)
     found = _SENT.search(done.stdout)
     if done.returncode != 0 or found is None:
@@ -134,13 +161,16 @@ class _Round:
     distinct: int = 0
 
 
-def _looptrace(tmp: Path, n: int, traces: int) -> _Round:
+def _looptrace(tmp: Path, n: int, traces: int, protocol: str = "http", durable: bool = True,
+               settle: float = 0.0) -> _Round:
     db = tmp / f"collect-{n}.duckdb"
-    server = _start(["-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0", "--settle", "0"],
-                    tmp / f"collect-{n}.log")
+    args = (["-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0", "--grpc-port", "0",
+             "--settle", str(settle), "--diagnose-every", "0"] if durable else
+            ["-m", "bench.receiver", "memory", str(db), str(settle)])
+    server = _start(args, tmp / f"collect-{n}.log")
     try:
         started = time.perf_counter()
-        sender_seconds = _send(server.url, f"r{n}", traces)
+        sender_seconds = _send(server.grpc_url if protocol == "grpc" else server.url, f"r{n}", traces, protocol)
         deadline = time.monotonic() + _TIMEOUT
         stored, distinct = _stored(db)
         while stored < traces * SPANS_PER_TRACE and time.monotonic() < deadline:
@@ -163,6 +193,23 @@ def _baseline(tmp: Path, n: int, traces: int) -> _Round:
     return _Round(seconds, sender_seconds)
 
 
+def _durability(tmp: Path, counter: Any, traces: int, protocol: str) -> Result:
+    """Durable collect against the in-memory receiver it replaces, same protocol, alternating rounds."""
+    sent = traces * SPANS_PER_TRACE
+    # The default settle (2 s): a request that does not complete its trace is journaled before the
+    # answer, which is the cost measured (with settle 0 a trace is written before its last answer).
+    durable, memory = alternate(ROUNDS, lambda: _looptrace(tmp, next(counter), traces, protocol, True, 2.0),
+                                lambda: _looptrace(tmp, next(counter), traces, protocol, False, 2.0))
+    rate, rate_memory = (sent / median([r.seconds for r in rounds]) for rounds in (durable, memory))
+    complete = all(r.stored == r.distinct == sent for r in [*durable, *memory])
+    note = (f"OTLP/{protocol.upper() if protocol == 'http' else 'gRPC'}, settle 2 s, {sent:,} spans x {ROUNDS} alternating "
+            f"rounds, medians; wall s: durable {', '.join(f'{r.seconds:.2f}' for r in durable)}, in-memory "
+            f"{', '.join(f'{r.seconds:.2f}' for r in memory)}; stored/sent: "
+            f"{', '.join(f'{r.distinct:,}' for r in [*durable, *memory])} of {sent:,}")
+    return Result(f"collect durable vs in-memory receiver, {protocol}", "spans/s", rate, rate_memory,
+                  f"ratio >= {DURABLE_GOAL:g}, 0 lost", complete and rate >= DURABLE_GOAL * rate_memory, note)
+
+
 def run(quick: bool = False) -> list[Result]:
     traces = 32 if quick else 160
     sent = traces * SPANS_PER_TRACE
@@ -170,6 +217,7 @@ def run(quick: bool = False) -> list[Result]:
     with scratch_dir("receiver") as tmp:
         ours, theirs = alternate(ROUNDS, lambda: _looptrace(tmp, next(counter), traces),
                                  lambda: _baseline(tmp, next(counter), traces))
+        durability = [_durability(tmp, counter, traces, protocol) for protocol in ("http", "grpc")]
     rate = sent / median([r.seconds for r in ours])
     rate_null = sent / median([r.seconds for r in theirs])
     complete = all(r.stored == r.distinct == sent for r in ours)
@@ -183,8 +231,12 @@ def run(quick: bool = False) -> list[Result]:
         f"null {median([r.sender_seconds for r in theirs]):.2f}"
     )
     return [Result("spans accepted, all queryable", "spans/s", rate, rate_null,
-                   f"looptrace >= {GOAL_RATE / 1e3:g}k/s, 0 lost", rate >= GOAL_RATE and complete, note)]
+                   f"looptrace >= {GOAL_RATE / 1e3:g}k/s, 0 lost", rate >= GOAL_RATE and complete, note),
+            *durability]
 
 
 if __name__ == "__main__":
-    _serve_null()
+    if sys.argv[1:2] == ["memory"]:
+        _serve_memory(sys.argv[2], float(sys.argv[3]))
+    else:
+        _serve_null()

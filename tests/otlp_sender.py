@@ -1,8 +1,9 @@
 """A process exporting GenAI-convention agent traces over OTLP/HTTP, for the receiver's tests and measurement.
 
-usage: python -m tests.otlp_sender URL TAG TRACES STEPS
+usage: python -m tests.otlp_sender URL TAG TRACES STEPS [grpc]
 Each trace is one ``invoke_agent`` span with STEPS pairs of ``chat`` and ``execute_tool`` spans
-(1 + 2 * STEPS spans), exported by the SDK's BatchSpanProcessor and the real OTLP/HTTP exporter.
+(1 + 2 * STEPS spans), exported by the SDK's BatchSpanProcessor and the real OTLP/HTTP exporter (with
+``grpc``, the real OTLP/gRPC exporter, URL being ``http://host:port``).
 Prints "sent N spans in S s" once force_flush has returned (every request answered).
 """
 
@@ -12,6 +13,7 @@ import json
 import sys
 import time
 
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -23,7 +25,9 @@ def main() -> None:
     total = traces * (1 + 2 * steps)
     provider = TracerProvider(resource=Resource.create({"service.name": f"sender-{tag}"}))
     # A queue that holds everything: this measures the receiver, not the SDK's drop policy.
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url), max_queue_size=total + 1,
+    grpc = sys.argv[5:] == ["grpc"]
+    exporter = GrpcSpanExporter(endpoint=url, insecure=True) if grpc else OTLPSpanExporter(endpoint=url)
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=total + 1,
                                                    schedule_delay_millis=100))
     tracer = provider.get_tracer("otlp_sender")
     started = time.perf_counter()

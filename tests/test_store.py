@@ -44,11 +44,13 @@ EXPECTED_VIEWS = {
     "usage_by_model": ["model", *_ROLLUP_COLUMNS],
     "usage_by_day": ["day", *_ROLLUP_COLUMNS],
     "redactions": ["run_id", "step", "record", "field", "rule", "n", "recorded_at"],
+    "open_spans": ["trace_id", "span_id", "parent_span_id", "name", "kind", "start_time", "end_time", "status_code",
+                   "status_message", "attributes", "events", "resource", "scope", "received_at"],
 }
 EXPECTED_TABLES = {
     "schema_migrations", "spans", "run_records", "step_records", "tool_call_records", "llm_call_records",
     "diagnoses", "writer_stats", "absorbed_segments", "export_drops",
-    "redaction_records",
+    "redaction_records", "received_spans",
 }
 
 
@@ -69,7 +71,7 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
     assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
         (1, "initial"), (2, "run_totals"), (3, "export_drops"), (4, "action_key"),
-        (5, "redaction_manifest")]
+        (5, "redaction_manifest"), (6, "received_spans")]
     assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     conn.close()
     conn = duckdb.connect(str(db))

@@ -1,8 +1,13 @@
-"""``looptrace collect``: an OTLP/HTTP receiver writing into a store until Ctrl-C."""
+"""``looptrace collect``: an OTLP/HTTP and OTLP/gRPC receiver writing into a store until Ctrl-C.
+
+On a terminal it keeps one status line up to date (traces, runs and spans received and written), so a
+user sees that the exporters reach it; in a pipe or a log it prints only its start and its summary.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -14,9 +19,12 @@ from ..cli.plural import count
 from ..store import DEFAULT_DB
 
 if TYPE_CHECKING:
+    from .otlp.buffer import ReceiverStats
     from .otlp.receiver import OtlpReceiver
 
-__all__ = ["register"]
+__all__ = ["register", "status_line"]
+
+_GRPC_DEFAULT = 4317
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
@@ -36,22 +44,82 @@ def _diagnose_as_they_land(receiver: OtlpReceiver, db: str, every: float, stop: 
             notify_stored(db, out=sys.stdout)
 
 
+def status_line(s: ReceiverStats, open_spans: int) -> str:
+    """The live line: what came in, and what is stored as runs or still held open."""
+    return (f"received {count(s.spans_received, 'span')}; written {count(s.traces_written, 'trace')}, "
+            f"{count(s.runs_written, 'run')}, {count(s.spans_written, 'span')}; {open_spans} open; "
+            f"{s.rejected} refused")
+
+
+def _show_status(receiver: OtlpReceiver, stop: threading.Event, every: float = 0.5) -> None:
+    shown = ""
+    while not stop.wait(every):
+        line = status_line(receiver.stats, receiver.unwritten_spans)
+        if line != shown:
+            shown = line
+            sys.stderr.write(f"\r\x1b[K{line}")
+            sys.stderr.flush()
+    if shown:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+def _port(value: str) -> int | None:
+    """A port number, or ``off``."""
+    if value.strip().lower() in ("off", "none", "no"):
+        return None
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535, or off)")
+    return port
+
+
+def _start(args: argparse.Namespace) -> OtlpReceiver | None:
+    from .otlp.grpc_service import PortTaken
+    from .otlp.receiver import OtlpReceiver
+
+    # The default gRPC port taken (by another collect?) is no reason to refuse HTTP: serve HTTP alone.
+    tries = [args.grpc_port, None] if args.grpc_port == _GRPC_DEFAULT and args.port is not None else [args.grpc_port]
+    for grpc_port in tries:
+        receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
+                                max_body=int(args.max_body_mb * (1 << 20)))
+        try:
+            return receiver.start()
+        except PortTaken as exc:
+            if grpc_port is tries[-1]:
+                print(f"error: {exc}", file=sys.stderr)
+                return None
+        except OSError as exc:
+            print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return None
+    return None
+
+
 def _collect(args: argparse.Namespace) -> int:
     from ..on_stored import notify_stored
     from ..store import Store, StoreError
-    from .otlp.receiver import OtlpReceiver
 
-    receiver = OtlpReceiver(args.db, host=args.host, port=args.port, settle=args.settle,
-                            max_body=int(args.max_body_mb * (1 << 20)))
-    try:
-        receiver.start()
-    except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+    if args.port is None and args.grpc_port is None:
+        print("error: --port off and --grpc-port off leave nothing to listen on", file=sys.stderr)
+        return 2
+    receiver = _start(args)
+    if receiver is None:
         return 1
+    if receiver.stats.recovered_spans:
+        print(f"looptrace collect: {count(receiver.stats.recovered_spans, 'span')} of open traces taken back "
+              "from the journal (a collect before this one stopped without writing them)", flush=True)
     previous = signal.signal(signal.SIGTERM, _stop)
-    print(f"looptrace collect: listening on {receiver.url}, writing to {args.db} (Ctrl-C to stop)",
+    where = [receiver.url] if args.port is not None else []
+    if receiver.serves_grpc:
+        where.append(f"{receiver.grpc_url} (gRPC)")
+    elif args.grpc_port is not None:
+        print(f"warning: the OTLP/gRPC port {args.grpc_port} is taken; serving OTLP/HTTP only "
+              "(--grpc-port N to choose another)", file=sys.stderr)
+    print(f"looptrace collect: listening on {', '.join(where)}, writing to {args.db} (Ctrl-C to stop)",
           flush=True)
     stop = threading.Event()
+    if sys.stderr.isatty() and not os.environ.get("CI"):
+        threading.Thread(target=_show_status, args=(receiver, stop), name="looptrace-status", daemon=True).start()
     diagnosing = threading.Thread(target=_diagnose_as_they_land, args=(receiver, args.db, args.diagnose_every, stop),
                                   name="looptrace-diagnose", daemon=True)
     if args.diagnose_every > 0:
@@ -88,14 +156,18 @@ def _collect(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
-        sub, "collect", "Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON) into a store; spans "
-        "of the GenAI, OpenInference and OpenLLMetry conventions become runs and steps.",
+        sub, "collect", "Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON) and OTLP/gRPC into a "
+        "store; spans of the GenAI, OpenInference and OpenLLMetry conventions become runs and steps. Every "
+        "span is on disk before it is acknowledged.",
         f"looptrace collect --db {DEFAULT_DB} --port 4318   # then OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
     )
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=4318,
-                   help="port to listen on (default 4318, the OTLP/HTTP port; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=4318,
+                   help="OTLP/HTTP port (default 4318; 0 picks a free one; off serves no HTTP)")
+    p.add_argument("--grpc-port", type=_port, default=_GRPC_DEFAULT,
+                   help=f"OTLP/gRPC port (default {_GRPC_DEFAULT}, skipped with a warning if taken; 0 picks a "
+                   "free one; off serves no gRPC)")
     p.add_argument("--max-body-mb", type=float, default=64.0,
                    help="refuse request bodies larger than this, decompressed, with 413 (default 64)")
     p.add_argument("--settle", type=float, default=2.0,

@@ -29,6 +29,7 @@ KINDS: dict[str, str] = {
     "writer_stats": "writer_stats",
     "export_drop": "export_drops",
     "redaction": "redaction_records",  # written by the sink itself: the redaction manifest
+    "received_span": "received_spans",  # the OTLP receiver's journal of spans as they arrived
 }
 _TABLES = frozenset(KINDS.values())
 

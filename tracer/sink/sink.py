@@ -47,7 +47,20 @@ class Sink:
         batch = records if isinstance(records, Records) else Records(dict(records))
         if batch.version != FORMAT_VERSION:
             raise ValueError(f"records of format version {batch.version}; this looptrace writes {FORMAT_VERSION}")
-        return self._writer.write(_derive(redact_tables(batch.tables, self.redactor)))
+        return self._writer.write(_derive(_unlisted(redact_tables(batch.tables, self.redactor))))
+
+
+# The OTLP receiver's journal holds spans as they arrived, until their trace is mapped: they are
+# redacted like every record, but their redactions are listed once, with the records of the trace.
+_UNLISTED = frozenset({"received_spans"})
+
+
+def _unlisted(tables: dict[str, TableData]) -> dict[str, TableData]:
+    manifest = tables.get("redaction_records")
+    if not manifest or _UNLISTED.isdisjoint(tables) or isinstance(manifest, Mapping):
+        return tables
+    kept = [r for r in manifest if r.get("record") not in _UNLISTED]
+    return {**tables, "redaction_records": kept}
 
 
 def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:

@@ -31,6 +31,16 @@ EXPORT_BATCH = 8192
 QUEUE = 4 * EXPORT_BATCH
 
 
+def _in_child_process() -> bool:
+    """A ``multiprocessing`` child of any start method, once it runs. Asked when a run ends, not when
+    ``Tracing`` is made: a spawn or forkserver child imports the user's main module (where ``Tracing``
+    is often made) before multiprocessing records its parent, and such a pool worker, ended by
+    SIGTERM, lost its runs (issue 24: ``Pool`` under spawn with a parent that traced first)."""
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
+
+
 class BackpressureSpanProcessor(BatchSpanProcessor):
     def __init__(
         self,
@@ -76,7 +86,7 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
                 )
             self._handed += 1
         super().on_end(span)
-        if self._export_each_run and span.name.startswith(c.OP_INVOKE_AGENT):
+        if span.name.startswith(c.OP_INVOKE_AGENT) and (self._export_each_run or _in_child_process()):
             self.force_flush()
 
     def shutdown(self) -> None:

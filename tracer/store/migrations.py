@@ -14,7 +14,7 @@ import duckdb
 
 from ..records.actions import call_key
 from .errors import StoreError
-from .tables import EXPORT_DROPS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
+from .tables import EXPORT_DROPS, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEW_NAMES, VIEWS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version"]
@@ -58,12 +58,18 @@ def _m005_redaction_manifest(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(REDACTION_RECORDS)
 
 
+def _m006_received_spans(conn: duckdb.DuckDBPyConnection) -> None:
+    # The OTLP receiver's journal: what ``looptrace collect`` acknowledged, before its trace ends.
+    conn.execute(RECEIVED_SPANS)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
     (3, "export_drops", _m003_export_drops),
     (4, "action_key", _m004_action_key),
     (5, "redaction_manifest", _m005_redaction_manifest),
+    (6, "received_spans", _m006_received_spans),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from itertools import count
 from pathlib import Path
-from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -51,17 +51,23 @@ def segments_dir(store_path: str | os.PathLike[str]) -> Path:
 
 
 @functools.cache
-def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema of a base table at the current schema version, derived by migrating an
-    empty in-memory database, so segments and the DuckDB file cannot disagree."""
+def _arrow_schemas() -> dict[str, pa.Schema]:
+    """Every base table's Arrow schema at the current schema version, derived by migrating an empty
+    in-memory database once, so segments and the DuckDB file cannot disagree."""
     from .migrations import migrate
 
     conn = duckdb.connect()
     try:
         migrate(conn)
-        return conn.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+        tables = [r[0] for r in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        return {t: conn.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema for t in tables}
     finally:
         conn.close()
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of a base table at the current schema version."""
+    return _arrow_schemas()[table]
 
 
 def fsync(path: Path) -> None:
@@ -93,14 +99,66 @@ def to_arrow(data: TableData, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(list(data), schema=schema)
 
 
+FORK_WAIT = 10.0  # seconds a fork() waits for segment writes under way in other threads
+
+
+class _ForkGate:
+    """No ``fork()`` in the middle of a segment write. A write runs in pyarrow (its allocator, its
+    converters, zstd), whose locks a forked child inherits in whatever state another thread left
+    them: a child forked while the parent's span processor was writing hung in its own first write
+    (issue 24). So writes count themselves in and out, and ``os.register_at_fork``'s *before* hook
+    waits for them to finish (at most ``FORK_WAIT`` s: a fork is never refused) and holds new ones
+    back until the fork is done; the child starts with a fresh gate."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            self._active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._active -= 1
+            if not self._active:
+                self._cond.notify_all()
+
+    def before_fork(self) -> None:
+        self._cond.acquire()
+        self._cond.wait_for(lambda: not self._active, FORK_WAIT)
+
+    def after_fork_in_parent(self) -> None:
+        self._cond.release()
+
+    def after_fork_in_child(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+
+
+_GATE = _ForkGate()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_GATE.before_fork, after_in_parent=_GATE.after_fork_in_parent,
+                        after_in_child=_GATE.after_fork_in_child)
+
+
 class SegmentWriter:
-    """Writes batches of rows as segments. Thread-safe; one per process is enough."""
+    """Writes batches of rows as segments. Thread-safe; one per process is enough.
+
+    Everything a write needs is imported and derived here, in the thread that makes the writer: a
+    first import inside a writing thread (pyarrow's, on the span processor's thread) holds that
+    module's import lock, and a process that forks meanwhile inherits the lock held by a thread it
+    does not have, so the child's first write waited forever (issue 24: 6 of 10 forking programs
+    hung). The sequence is an ``itertools.count``, whose ``next`` is atomic: no lock to inherit.
+    """
 
     def __init__(self, store_path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        import pyarrow.parquet  # noqa: F401 - see above: never first imported on a writing thread
+
         self.dir = segments_dir(store_path)
         self.durable = durable
         self._seq = count()
-        self._lock = Lock()
+        _arrow_schemas()
 
     def write(self, rows: Mapping[str, TableData]) -> str | None:
         """Write one segment holding ``rows`` (table name -> rows, or columns); return its name, or
@@ -108,8 +166,11 @@ class SegmentWriter:
         tables = {t: r for t, r in rows.items() if _length(r)}
         if not tables:
             return None
-        with self._lock:
-            seq = next(self._seq)
+        seq = next(self._seq)
+        with _GATE:
+            return self._write(tables, seq)
+
+    def _write(self, tables: dict[str, TableData], seq: int) -> str:
         name = f"{time.time_ns():019d}-{os.getpid()}-{seq:06d}"
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.dir / f".tmp-{name}"

@@ -7,7 +7,7 @@ its totals) are computed by the views in ``views.py``, never stored twice.
 
 from __future__ import annotations
 
-__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS", "REDACTION_RECORDS"]
+__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS", "REDACTION_RECORDS", "RECEIVED_SPANS"]
 
 SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -178,6 +178,30 @@ CREATE TABLE redaction_records (
     recorded_at TIMESTAMP NOT NULL
 )"""
 
+# Schema version 6: the OTLP receiver's journal. Every span ``looptrace collect`` acknowledges is
+# written here (redacted, fsynced) before the 200, as the span arrived: a whole trace is mapped to
+# runs and steps only once it ends, so until then this is its only durable copy. A span is open
+# while its (trace_id, span_id) is not in ``spans``; the next collect finishes those traces
+# (tracer/ingest/otlp/journal.py). Times are the span's own nanoseconds, so nothing is lost in the
+# round trip (unsigned, as OTLP's fixed64 is). Not in TABLES, which is what migration 1 creates.
+RECEIVED_SPANS = """
+CREATE TABLE received_spans (
+    trace_id       VARCHAR NOT NULL,
+    span_id        VARCHAR NOT NULL,
+    parent_span_id VARCHAR,
+    name           VARCHAR NOT NULL,
+    kind           VARCHAR,
+    start_ns       UBIGINT,
+    end_ns         UBIGINT,
+    status_code    VARCHAR,
+    status_message VARCHAR,
+    attributes     JSON,
+    events         JSON,
+    resource       JSON,
+    scope          VARCHAR,
+    received_at    TIMESTAMP NOT NULL
+)"""
+
 TABLES: dict[str, str] = {
     "spans": SPANS,
     "run_records": RUN_RECORDS,
@@ -200,4 +224,5 @@ RECORD_TABLES: tuple[str, ...] = (
     "writer_stats",
     "export_drops",
     "redaction_records",
+    "received_spans",
 )

@@ -194,10 +194,24 @@ LEFT JOIN span_steps s USING (span_id)
 GROUP BY ALL
 """
 
+# What `looptrace collect` acknowledged of traces still open: a live agent's spans before its trace
+# ends and becomes runs and steps. Read from the receiver's journal (`received_spans`, one row per
+# span even if a client sent it twice); a span leaves this view when its trace is written to `spans`.
+OPEN_SPANS = """
+CREATE OR REPLACE VIEW open_spans AS
+SELECT r.trace_id, r.span_id, r.parent_span_id, r.name, r.kind,
+       try(make_timestamp(CAST(r.start_ns // 1000 AS BIGINT))) AS start_time,
+       try(make_timestamp(CAST(r.end_ns // 1000 AS BIGINT))) AS end_time,
+       r.status_code, r.status_message, r.attributes, r.events, r.resource, r.scope, r.received_at
+FROM received_spans r ANTI JOIN spans s USING (trace_id, span_id)
+QUALIFY row_number() OVER (PARTITION BY r.trace_id, r.span_id ORDER BY r.received_at) = 1
+"""
+
 VIEWS: tuple[str, ...] = (
     RUNS, STEPS, TOOL_CALLS, LLM_CALLS, RUN_USAGE, USAGE_BY_AGENT, USAGE_BY_MODEL, USAGE_BY_DAY, REDACTIONS,
+    OPEN_SPANS,
 )
 VIEW_NAMES: tuple[str, ...] = (
     "runs", "steps", "tool_calls", "llm_calls", "run_usage", "usage_by_agent", "usage_by_model", "usage_by_day",
-    "redactions",
+    "redactions", "open_spans",
 )

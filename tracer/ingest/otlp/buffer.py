@@ -35,10 +35,12 @@ class ReceiverStats:
     duplicate_spans: int = 0
     late_spans: int = 0
     traces_written: int = 0
+    runs_written: int = 0  # runs whose records were written (a run still going counts when its trace is)
     incomplete_traces: int = 0
     write_errors: int = 0  # failed segment writes: retried (I/O), or written again apart (bad data)
     refused_traces: int = 0  # traces whose runs and steps the store refused: kept as bare spans
     lost_spans: int = 0  # spans the store refused even without their runs and steps
+    recovered_spans: int = 0  # open spans a crashed receiver left in the journal, taken back at start
     last_error: str | None = None
 
 
@@ -124,6 +126,28 @@ class TraceBuffer:
                 t.last_seen = now
         return set(by_trace)
 
+    def restore(self, spans: Sequence[PlainSpan], written: Sequence[tuple[str, str, str | None]],
+                now: float) -> None:
+        """Take back what a receiver that died left in the journal: the ids it had written lately (so
+        a retried span is dropped, a late one placed), then its open spans, held as if just received."""
+        for trace_id, span_id, run_id in written:
+            self._remember(trace_id, span_id, run_id)
+        received = self.stats.spans_received
+        self.add(spans, now)
+        self.stats.spans_received = received
+        self.stats.recovered_spans += len(spans)
+
+    def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
+        """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued
+        to be written again after a failed write. (A span written, or dropped as a duplicate, is not.)"""
+        queued = {(tid, s.span_id) for tid, group in self._direct for s in group}
+        out = []
+        for s in spans:
+            t = self._open.get(s.trace_id) or self._loose.get(s.trace_id)
+            if (t is not None and s.span_id in t.spans) or (s.trace_id, s.span_id) in queued:
+                out.append(s)
+        return out
+
     def take(self, now: float, *, only: set[str] | None = None, everything: bool = False) -> Batch:
         """Remove and map what is due: settled complete traces, idle ones, the overflow, direct spans.
         With ``only``, just those traces are considered (a request's own; the flusher looks at all)."""
@@ -196,6 +220,7 @@ class TraceBuffer:
             for row in rows:
                 self._remember(row["trace_id"], row["span_id"], row["run_id"])
             self.stats.spans_written += len(part.spans)
+            self.stats.runs_written += len({r["run_id"] for r in part.rows.get("run_records", ()) if r.get("run_id")})
             if part.held is not None:
                 self.stats.traces_written += len({s.trace_id for s in part.spans})
                 self.stats.incomplete_traces += not part.held.has_root

@@ -7,19 +7,27 @@ stay in memory until its root span (the one without a parent) has arrived and no
 Each trace is mapped exactly once, so nothing is ever written twice, and a span sent twice (a client
 retrying after a lost response) is recognised by its id and dropped.
 
-The trade-offs: a run appears when its trace ends, not step by step (the ``spans`` of a live agent
-wait with it); memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace
-idle longest is written early); and a span that arrives after its trace was written is kept in
-``spans`` only (counted in ``late_spans``: raise ``settle`` when several processes share traces).
-A trace whose root never arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``.
-Spans that looptrace itself traced (``looptrace.run.id``) map span by span, so they are written at once.
+**Durable before acknowledged.** The memory is a cache: before a request is answered 200, its spans
+that are not written with their trace already are written as they arrived to the journal table
+``received_spans`` (through the sink: redacted, one fsynced segment, grouped with the requests that
+arrived meanwhile; see ``journal.py``). A receiver
+started on a store reads back the spans a killed one left open and finishes their traces by the same
+rules, each once. When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
+write (a full disk), the request is answered 503 with ``Retry-After``, which OTLP clients retry; so is
+one that would hold more than ``max_buffered_spans`` in memory while the store refuses writes.
 
-A request is decoded whole before anything is buffered, so a malformed body changes nothing; writes go
-through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A 200
-means the spans are held; they are durable once their trace is written (before the answer when ``settle`` is 0). A write that
-fails for I/O holds the traces again and answers 503, which OTLP clients retry; a value the store
-refuses costs only its own trace's runs and steps (see ``_write``). Responses go out in one write
-with Nagle off, as in ``loop/server.py``.
+The trade-offs: a run appears when its trace ends (its spans are in ``received_spans`` meanwhile);
+memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace idle longest is
+written early); and a span that arrives after its trace was written is kept in ``spans`` only (counted
+in ``late_spans``: raise ``settle`` when several processes share traces). A trace whose root never
+arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``. Spans that looptrace
+itself traced (``looptrace.run.id``) map span by span, so they are written at once.
+
+A request is decoded whole before anything is kept, so a malformed body changes nothing; writes go
+through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A trace
+write that fails for I/O holds the trace again (it is journaled: the answer is still 200) and the
+flusher retries; a value the store refuses costs only its own trace's runs and steps (see ``_write``).
+HTTP is ``http_handler.py``, gRPC ``grpc_service.py``: both hand decoded spans to ``ingest``.
 """
 
 from __future__ import annotations
@@ -33,24 +41,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from http import HTTPStatus
 from types import TracebackType
 from typing import Self
 
-from ...loopback import LoopbackServer, TrackedHandler
+from ...loopback import LoopbackServer
 from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
-from . import protocol as otlp
+from ...store import StoreError
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
+from .grpc_service import GrpcEndpoint
+from .http_handler import TRACES_PATH, OtlpHttpHandler
+from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, recover
 
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
 log = logging.getLogger("looptrace.ingest")
 
-TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_BODY = 64 << 20  # bytes of a request body, after decompression
-BODY_TIMEOUT = 10.0  # seconds a half-sent body may stay silent before it is refused
-_DRAIN_MAX = 1 << 30  # an over-limit body is read and discarded up to this size, so the client sees the 413
 
 
 class OtlpReceiver:
@@ -60,16 +67,22 @@ class OtlpReceiver:
     ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not.
     """
 
-    def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 4318,
+    def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int | None = 4318,
+                 grpc_port: int | None = None,
                  max_body: int = DEFAULT_MAX_BODY, settle: float = 2.0, idle_timeout: float | None = 600.0,
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
-                 redactor: Redactor | None = None) -> None:
+                 redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000) -> None:
         self.db = os.fspath(db)
         self.max_body = max_body
         self._address = (host, port)
+        self._grpc_port = grpc_port
+        self._grpc: GrpcEndpoint | None = None
         self._sink = Sink(self.db, redactor=redactor, durable=durable)
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans)
+        # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
+        self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
+        self._max_buffered = max_buffered_spans
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
@@ -95,14 +108,49 @@ class OtlpReceiver:
     def url(self) -> str:
         return f"http://{self._address[0]}:{self.port}{TRACES_PATH}"
 
+    @property
+    def serves_grpc(self) -> bool:
+        return self._grpc is not None
+
+    @property
+    def grpc_url(self) -> str:
+        """The OTLP/gRPC endpoint (an exporter's ``endpoint``), when gRPC was asked for."""
+        if self._grpc is None:
+            raise RuntimeError("the receiver serves no gRPC; give grpc_port and call start()")
+        return self._grpc.url
+
     def start(self) -> Self:
-        if self._http is not None or self._stopped.is_set():
+        """Take back what a receiver killed on this store left open, then listen. A store that cannot
+        be read now is no reason to refuse spans: its journal stays, for the next start to take back."""
+        if self._threads or self._stopped.is_set():
             raise RuntimeError("an OtlpReceiver can be started once")
-        self._http = LoopbackServer(self._address, _Handler, owner=self)
-        serve = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
-                                 name="looptrace-otlp-receiver", daemon=True)
+        if self._journal is not None:
+            try:
+                left = recover(self.db)
+            except (StoreError, OSError) as exc:
+                log.warning("looptrace collect: could not read the open traces back from %s: %s", self.db, exc)
+                left = Recovered()
+            with self._lock:
+                self._buffer.restore(left.spans, left.written, time.monotonic())
+            if left.spans:
+                log.warning("looptrace collect: %d spans of %d open traces taken back from the journal",
+                            len(left.spans), len({s.trace_id for s in left.spans}))
+        if self._grpc_port is not None:
+            self._grpc = GrpcEndpoint(self.ingest, self._rejected, lambda: self.stats.last_error,
+                                      host=self._address[0], port=self._grpc_port, max_body=self.max_body)
         flusher = threading.Thread(target=self._flush_loop, name="looptrace-otlp-flusher", daemon=True)
-        self._threads = [serve, flusher]
+        self._threads = [flusher]
+        if self._address[1] is not None:
+            try:
+                self._http = LoopbackServer(self._address, OtlpHttpHandler, owner=self)
+            except OSError:
+                if self._grpc is not None:
+                    self._grpc.stop(0)
+                raise
+            self._threads.append(threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
+                                                  name="looptrace-otlp-receiver", daemon=True))
+        if self._grpc is not None:
+            self._grpc.start()
         for t in self._threads:
             t.start()
         return self
@@ -116,6 +164,8 @@ class OtlpReceiver:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        if self._grpc is not None:
+            self._grpc.stop()
         if self._http is not None:
             self._http.close()
         for t in self._threads:
@@ -188,16 +238,48 @@ class OtlpReceiver:
             with contextlib.suppress(Exception):
                 self._sink.write({"writer_stats": [row]})
 
+    @property
+    def journal_commits(self) -> int:
+        """Journal writes made (fewer than requests when concurrent ones were grouped)."""
+        return self._journal.commits if self._journal is not None else 0
+
+    def _journal_write(self, spans: list[PlainSpan]) -> None:
+        self._sink.write({JOURNAL: journal_rows(spans, datetime.now(timezone.utc).replace(tzinfo=None))})
+
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
-        """Buffer a decoded request and write what is due; False when the write failed (answer 503)."""
+        """Buffer a decoded request, write what is due, and journal what is still only in memory. True
+        once every span is durable (in its written trace, or in the journal); False when they could
+        not be kept (answer 503: the client retries, and a span held meanwhile is dropped as a resend)."""
         with self._lock:
             self.stats.requests += 1
             if self._closed:
                 self.stats.last_error = "the receiver is shutting down"
                 return False
+            if self._buffer.buffered_spans + len(spans) > 2 * self._max_buffered and self.stats.write_errors:
+                # Trace writes fail and memory is full: hold no more until the store takes writes again.
+                return False
             now = time.monotonic()
             traces = self._buffer.add(spans, now)
-            return self._write(self._buffer.take(now, only=traces))
+            written = self._write(self._buffer.take(now, only=traces))
+            # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
+            # durable by the trace write itself: only what is still held needs the journal.
+            held = self._buffer.held(spans) if self._journal is not None else []
+        if not held:
+            return written
+        assert self._journal is not None
+        try:
+            self._journal.commit(held)
+        except (OSError, Overloaded) as exc:
+            with self._lock:
+                self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, OSError):
+                    self._buffer.stats.write_errors += 1
+            return False
+        except Exception as exc:  # noqa: BLE001 - a value the journal refuses: held as before it existed
+            log.warning("looptrace collect: could not journal %d spans (%s: %s); they are kept once "
+                        "their trace is written", len(held), type(exc).__name__, exc)
+            return written
+        return True
 
     def _rejected(self) -> None:
         with self._lock:
@@ -208,168 +290,3 @@ class OtlpReceiver:
         while not self._stopped.wait(interval):
             with self._lock:
                 self._write(self._buffer.take(time.monotonic()))
-
-
-
-class _LengthRequired(otlp.IngestError):
-    status = 411
-
-
-class _Handler(TrackedHandler):
-
-    def handle_expect_100(self) -> bool:
-        # A client that asks first (curl does for large bodies) is refused before it sends an oversized one.
-        limit = self.server.owner.max_body
-        length = self.headers.get("content-length") or ""
-        if length.isdigit() and int(length) > limit:
-            self.server.owner._rejected()
-            self.close_connection = True
-            media = self._reply_media()
-            message = f"body of {length} bytes is over the {limit}-byte limit"
-            self._send(413, otlp.response_body(media, 413, message), media)
-            return False
-        return super().handle_expect_100()
-
-    def _reply_media(self) -> str:
-        """The encoding to answer in: the request's, when it is one of OTLP's, else JSON."""
-        try:
-            return otlp.media_type(self.headers.get("content-type"))
-        except otlp.IngestError:
-            return otlp.JSON
-
-    def do_POST(self) -> None:
-        owner = self.server.owner
-        media = self._reply_media()
-        try:
-            # Read first, whatever the answer: an unread body would be parsed as the next request on a
-            # kept-alive connection, which is how OTLP exporters send.
-            body = self._body(owner.max_body, required=True)
-            if self.path.partition("?")[0] != TRACES_PATH:
-                raise _NotFound(f"no such endpoint: POST {self.path}; OTLP traces go to POST {TRACES_PATH}")
-            encoding = self.headers.get("content-encoding")
-            _, spans = otlp.decode(body, self.headers.get("content-type"), encoding, owner.max_body)
-            accepted = owner.ingest(spans)
-        except otlp.IngestError as exc:
-            owner._rejected()
-            self._send(exc.status, otlp.response_body(media, exc.status, str(exc)), media)
-            return
-        except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
-            log.exception("looptrace collect: request failed")
-            owner._rejected()
-            message = f"internal error: {type(exc).__name__}: {exc}"
-            self._send(500, otlp.response_body(media, 500, message), media)
-            return
-        if accepted:
-            self._send(200, otlp.response_body(media), media)
-        else:
-            owner._rejected()
-            message = f"could not write to the store: {owner.stats.last_error}"
-            self._send(503, otlp.response_body(media, 503, message), media, {"retry-after": "1"})
-
-    def _other(self) -> None:
-        owner = self.server.owner
-        owner._rejected()
-        try:
-            self._body(owner.max_body)  # as in do_POST: the connection must stay usable
-        except otlp.IngestError:
-            self.close_connection = True
-        path = self.path.partition("?")[0]
-        status, message = (405, f"{self.command} not allowed: use POST") if path == TRACES_PATH else \
-            (404, f"no such endpoint: {self.command} {path}; OTLP traces go to POST {TRACES_PATH}")
-        media = self._reply_media()
-        self._send(status, otlp.response_body(media, status, message), media,
-                   {"allow": "POST"} if status == 405 else None)
-
-    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _other
-
-    def _body(self, limit: int, *, required: bool = False) -> bytes:
-        # A sender that promises more bytes than it sends would hold its thread forever: each read of
-        # the body gives up after BODY_TIMEOUT idle seconds. Idle keep-alive connections are not timed.
-        self.connection.settimeout(BODY_TIMEOUT)
-        try:
-            return self._read_body(limit, required=required)
-        except (TimeoutError, OSError) as exc:
-            # A body that stops coming (a lying Content-Length, a stalled chunk) is the sender's fault: a
-            # 4xx, and the connection is closed since where the next request starts is unknown.
-            self.close_connection = True
-            raise otlp.MalformedRequest(f"body not received: {type(exc).__name__}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                self.connection.settimeout(None)
-
-    def _read_body(self, limit: int, *, required: bool) -> bytes:
-        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            return self._chunked(limit)
-        raw = self.headers.get("content-length")
-        if raw is None:
-            if required:  # no length and no chunking: the body's end is unknowable
-                self.close_connection = True
-                raise _LengthRequired("Content-Length (or chunked transfer encoding) is required")
-            return b""
-        try:
-            length = int(raw)
-        except ValueError:
-            self.close_connection = True
-            raise otlp.MalformedRequest("Content-Length is not a number") from None
-        if length < 0 or not raw.strip().isdigit():
-            self.close_connection = True
-            raise otlp.MalformedRequest(f"Content-Length {raw.strip()!r} is not a byte count")
-        if length > limit:
-            self._drain(length)
-            raise otlp.RequestTooLarge(f"body of {length} bytes is over the {limit}-byte limit")
-        body = self.rfile.read(length)
-        if len(body) < length:
-            self.close_connection = True
-            raise otlp.MalformedRequest(f"body ended after {len(body)} of {length} bytes")
-        return body
-
-    def _chunked(self, limit: int) -> bytes:
-        body = bytearray()
-        while True:
-            line = self.rfile.readline(1024)
-            try:
-                text = line.split(b";", 1)[0].strip()
-                size = int(text, 16)
-                if not text or not all(c in b"0123456789abcdefABCDEF" for c in text):
-                    raise ValueError(text)  # int() also takes "-5", "+5", "0x5" and "1_0"
-            except ValueError:
-                self.close_connection = True
-                raise otlp.MalformedRequest("malformed chunked body") from None
-            if size == 0:
-                while self.rfile.readline(1024).strip():
-                    pass  # trailers
-                return bytes(body)
-            if len(body) + size > limit:
-                self.close_connection = True
-                raise otlp.RequestTooLarge(f"chunked body is over the {limit}-byte limit")
-            chunk = self.rfile.read(size)
-            if len(chunk) < size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
-                self.close_connection = True
-                raise otlp.MalformedRequest("malformed chunked body")
-            body += chunk
-
-    def _drain(self, length: int) -> None:
-        """Read and discard an over-limit body, so closing the socket does not reset the connection under
-        the client before it reads the 413; a body too large even to drain closes it at once."""
-        self.close_connection = True
-        if length > _DRAIN_MAX:
-            return
-        self.connection.settimeout(5.0)
-        with contextlib.suppress(OSError):
-            while length > 0:
-                chunk = self.rfile.read(min(length, 1 << 20))
-                if not chunk:
-                    break
-                length -= len(chunk)
-
-    def _send(self, status: int, body: bytes, media: str, extra: dict[str, str] | None = None) -> None:
-        headers = {"content-type": media, "content-length": str(len(body)), **(extra or {})}
-        if self.close_connection:
-            headers["connection"] = "close"
-        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", *(f"{k}: {v}" for k, v in headers.items())]
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self.wfile.write(head if self.command == "HEAD" else head + body)
-
-
-class _NotFound(otlp.IngestError):
-    status = 404

@@ -46,12 +46,18 @@ DESCRIPTIONS: dict[str, str] = {
     "mini-swe-agent": "mini-swe-agent 1.x (bash blocks) and 2.x (tool calls) trajectories (.traj.json)",
     "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare "
                    "message lists (JSON, JSONL one run per line, or Python literals)",
-    "chat": "plain chat transcripts without tool calls",
+    "chat": "chat transcripts without tool calls, multi-agent logs included: AutoGen/AG2 group chats (code "
+            "blocks and exitcode replies as tool calls), Magentic-One orchestrator logs (agents as roles)",
     "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
     "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
                  "[action, observation] pairs)",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
+    "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "
+                 "mapped as OTLP",
+    "phoenix-spans": "Phoenix span dataframes (context.span_id, parent_id, attributes.*) as JSON or Parquet",
+    "jaeger-json": "Jaeger JSON trace downloads (data[].spans[] with references and tags), mapped as OTLP",
+    "zipkin-json": "Zipkin v2 JSON spans, mapped as OTLP",
 }
 
 

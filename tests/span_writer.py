@@ -51,6 +51,17 @@ def _lists(node: Any) -> Any:
     return node
 
 
+def _columns(node: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Phoenix's columns: objects flattened to dotted names, lists (of messages, of tools) kept whole."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out.update(_columns(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def tree(spans: list[Any]) -> dict[str, Any]:
     by_parent: dict[int | None, list[Any]] = {}
     for s in spans:
@@ -77,9 +88,8 @@ def phoenix(spans: list[Any], *, nested_as_text: bool = False) -> list[dict[str,
                "start_time": _iso(s.start_time), "end_time": _iso(s.end_time), "status_code": _status(s),
                "status_message": s.status.description or "", "events": [],
                "context.span_id": _hex(s.context.span_id, 16), "context.trace_id": _hex(s.context.trace_id, 32)}
-        nested = _nest(attributes)
-        row.update({f"attributes.{k}": (json.dumps(v) if nested_as_text and isinstance(v, (list, dict)) else v)
-                    for k, v in nested.items()})
+        columns = _columns(_nest(attributes), "attributes.")
+        row.update({k: (json.dumps(v) if nested_as_text and isinstance(v, list) else v) for k, v in columns.items()})
         rows.append(row)
     return rows
 
@@ -168,7 +178,9 @@ def main() -> None:
     (out / "zipkin.json").write_text(json.dumps(zipkin(spans)))
     import pyarrow as pa
     import pyarrow.parquet as pq
-    pq.write_table(pa.Table.from_pylist(phoenix(spans, nested_as_text=True)), out / "phoenix.parquet")
+    rows = phoenix(spans, nested_as_text=True)
+    names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist would keep the first row's only
+    pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]), out / "phoenix.parquet")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,17 @@ def read_parquet(path: Path) -> list[PlainSpan]:
         raise TrajectoryFormatError(f"not a readable Parquet file ({exc})") from exc
     if not rows or "context.span_id" not in rows[0]:
         raise TrajectoryFormatError("unknown format (a Parquet file without Phoenix's context.span_id column)")
-    return [_phoenix(r) for r in rows]
+    return [_phoenix({k: _list_text(v) for k, v in r.items()}) for r in rows]
+
+
+def _list_text(value: Any) -> Any:
+    """Parquet writers without nested types keep a column of message objects as JSON text."""
+    if isinstance(value, str) and value.startswith("[{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 # -- values ------------------------------------------------------------------------------------------
@@ -212,8 +222,7 @@ def _phoenix(row: Mapping[str, Any]) -> PlainSpan:
     nested: dict[str, Any] = {}
     for key, value in row.items():
         if key.startswith("attributes."):
-            nested[key[len("attributes."):]] = json.loads(value) if isinstance(value, str) and key.endswith(
-                ("_messages", ".tools")) and value.startswith("[") else value
+            nested[key[len("attributes."):]] = value
         elif key == "attributes" and isinstance(value, Mapping):
             nested.update(value)
     attributes = flatten(nested)

@@ -153,7 +153,7 @@ def _episode(d: dict[str, Any], path: Path, key: str) -> Trajectory:
         task = None
     model = d.get("model", info.get("model"))
     steps = _steps(messages, _declared_tools(d, info))
-    if messages and not steps:
+    if messages and not steps and status in ("ok", "incomplete") and not error:
         raise TrajectoryFormatError(f"no assistant turns: {len(messages)} messages, none by the assistant")
     return Trajectory(
         source=str(path), agent="tau-bench" if tau else "openai-chat", status=status,

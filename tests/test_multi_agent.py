@@ -3,13 +3,16 @@
 The documents follow the public formats: Magentic-One's orchestrator log (the agent in the ``role``,
 ``Orchestrator (thought)``, ``Orchestrator (termination condition)``; the shape of the Who&When
 failure-attribution logs) and an AutoGen 0.2 / AG2 group chat (``name`` and ``role``, code blocks
-answered by the executor's ``exitcode: N``). They are written by hand here: see docs/importers.md for
-why the real packages do not write them in this suite.
+answered by the executor's ``exitcode: N``), written by hand; and AG2 group chats written by the real
+``ag2`` package (tests/ag2_writer.py, the scripted model on loopback). Magentic-One's log has no
+writer here: autogen-agentchat cannot be installed beside the pins (docs/importers.md).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from looptrace.replay.analyzer import analyze_store
 from looptrace.tracer.ingest.files.importing import import_paths
 from looptrace.tracer.store import Store
 
-from .conftest import query
+from .conftest import ROOT, python_env, query
 
 TASK = "How many studio albums did Mercedes Sosa publish between 2000 and 2009?"
 
@@ -118,3 +121,33 @@ def test_code_blocks_are_tool_calls_and_exitcodes_their_results(imported: tuple[
     assert [(s, tool, json.loads(a)["code"][:6], err, obs) for s, tool, a, err, obs in calls] == [
         (2, "python", "import", True, "exitcode: 1"), (3, "sh", "pip in", False, "exitcode: 0")]
     assert _agents(db, "ag2 group chat that terminates", names) == ["Planner", "Engineer", "Engineer", "Planner"]
+
+
+@pytest.fixture(scope="module")
+def ag2_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("autogen", reason="ag2 (the frameworks extra) writes these logs")
+    out = tmp_path_factory.mktemp("ag2")
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_writer", str(out)], cwd=ROOT, env=python_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+def test_a_real_ag2_group_chat(ag2_logs: Path, tmp_path: Path) -> None:
+    """AG2 0.14's own GroupChat record: every message has role ``user``; the agent is the ``name``."""
+    db = tmp_path / "s.duckdb"
+    report = import_paths(Store(db), [ag2_logs])
+    assert (report.runs_imported, report.skipped, report.runs_without_steps) == (2, [], 0)
+    analyze_store(Store(db))
+    by_file = {Path(src).name: (status, label) for src, status, label in query(
+        db, "SELECT r.source, r.status, d.label FROM runs r JOIN diagnoses d USING (run_id) WHERE d.is_primary")}
+    assert by_file == {"ag2_done.json": ("ok", "ok"), "ag2_cut.json": ("ok", "incomplete")}
+    source = str(ag2_logs.resolve() / "ag2_done.json")
+    calls = query(db, "SELECT t.step, t.tool, t.is_error, split_part(t.observation, chr(10), 1) FROM tool_calls t "
+                      "JOIN runs r USING (run_id) WHERE r.source = ? ORDER BY t.step", [source])
+    assert calls == [(2, "python", True, "exitcode: 1 (execution failed)"),
+                     (4, "python", False, "exitcode: 0 (execution succeeded)"), (6, "python", False, None)]
+    agents = [json.loads(e)[0]["attributes"]["agent"] for (e,) in query(
+        db, "SELECT CAST(s.events AS VARCHAR) FROM steps s JOIN runs r USING (run_id) WHERE r.source = ? "
+            "ORDER BY s.step", [source])]
+    assert agents == ["Executor", "Engineer", "Reviewer", "Engineer", "Reviewer", "Engineer", "Reviewer"]

@@ -90,7 +90,9 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         m = as_dict(raw, f"message {i}")
         text = content_text(m.get("content"))
         exit_code = _EXITCODE.match(text)
-        waiting = steps[-1] if steps and steps[-1].tool is not None and steps[-1].observation is None else None
+        # The executor answers the latest code block still waiting, whoever spoke in between (AG2's
+        # round robin lets a reviewer talk before the code runs).
+        waiting = next((s for s in reversed(steps) if s.tool is not None and s.observation is None), None)
         if exit_code and waiting is not None:  # the executor's reply to the last code block
             waiting.observation = text
             waiting.is_error = exit_code.group(1) != "0"

@@ -133,6 +133,7 @@ def ag2_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_real_ag2_group_chat(ag2_logs: Path, tmp_path: Path) -> None:
     """AG2 0.14's own GroupChat record: every message has role ``user``; the agent is the ``name``."""
     db = tmp_path / "s.duckdb"

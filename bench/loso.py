@@ -30,8 +30,10 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 def load_corpus(corpus: Path, db: Path) -> tuple[list[RunView], dict[str, str], dict[str, str]]:
     """(runs, run id -> source, run id -> label as shipped), importing the corpus into ``db`` if empty."""
     store = Store(db)
-    with store.reader(locked_down=False) as conn:
-        empty = conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    empty = not db.exists()
+    if not empty:
+        with store.reader(locked_down=False) as conn:
+            empty = conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
     if empty:
         import_paths(store, [corpus])
     root = corpus.resolve()

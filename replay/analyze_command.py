@@ -55,7 +55,7 @@ def _analyze(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
-    p = add_command(sub, "analyze", "Diagnose runs (stagnation, context_bomb, cap_hit, hallucinated_tool, ok) with "
+    p = add_command(sub, "analyze", "Diagnose runs (stagnation, context_bomb, cap_hit, hallucinated_tool; else ok, error or incomplete) with "
                     "the steps that prove it; fills the diagnoses table.",
                     f"looptrace analyze --db {DEFAULT_DB} --repeat-min 4")
     p.add_argument("--db", default=DEFAULT_DB, help="store path, or a Parquet export folder (read, not written)")

@@ -17,11 +17,11 @@ from .analyzer import RunDiagnoses, analyze_store
 
 __all__ = ["PENDING_SQL", "pending_runs", "analyze_new", "summary", "on_stored"]
 
-# A run that ended abnormally and matches no rule has no diagnosis, so it stays "pending": analysing
-# it again is cheap, and it is right if more of it arrives later.
+# A run with no diagnosis, or diagnosed ``incomplete`` (no end recorded yet: a trace whose root has
+# not arrived), stays "pending": analysing it again is cheap, and it is right if more of it arrives later.
 PENDING_SQL = """
 SELECT r.run_id FROM runs r
-WHERE NOT EXISTS (SELECT 1 FROM diagnoses d WHERE d.run_id = r.run_id)
+WHERE NOT EXISTS (SELECT 1 FROM diagnoses d WHERE d.run_id = r.run_id AND d.label <> 'incomplete')
 ORDER BY r.started_at, r.run_id
 """
 

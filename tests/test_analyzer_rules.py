@@ -177,12 +177,13 @@ def test_hallucinated_tool(name: str, r: RunView, fires: bool) -> None:
         ("paging until the cap is the cap", run([act(i + 1, tool="scroll_down", arg="") for i in range(30)],
                                                 "max_iters"), "cap_hit", []),
         ("the framework's loop detector", run([*varied(5), StepView(step=6, end_text="Agent got stuck in a loop")],
-                                              "error"), "stagnation", []),
+                                              "error"), "stagnation", ["error"]),
         ("plain cap", run(varied(30), "max_iters"), "cap_hit", []),
         ("overflow beats the loop", run([act(i + 1, arg="x", obs="same", context_tokens=50_000 * (i + 1))
                                          for i in range(5)], "context_overflow"), "context_bomb", ["stagnation"]),
         ("healthy run", run(varied(10)), "ok", []),
-        ("an error nothing explains", run(varied(3), "error"), None, []),
+        ("an error nothing else explains", run(varied(3), "error"), "error", []),
+        ("no end recorded", run(varied(3), "incomplete"), "incomplete", []),
     ],
 )
 def test_primary_is_the_root_cause(name: str, r: RunView, primary: str | None, others: list[str]) -> None:

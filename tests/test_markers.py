@@ -51,6 +51,10 @@ EXAMPLES: list[tuple[str, str, str, str]] = [
     ("tau-bench user simulator", "step", "Thank you! ###STOP###", "ok"),
     ("mini-swe-agent submission command", "step", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", "ok"),
     ("OpenHands finish action", "step", '{"action": "finish", "class": "AgentFinishAction"}', "ok"),
+    ("Magentic-One orchestrator (AutoGen)", "step", "Max time (1500s) reached.", "cap_hit"),
+    ("AutoGen / AG2 termination word", "step", "The chart is saved as chart.png.\nTERMINATE", "ok"),
+    ("Magentic-One / GAIA final answer", "step", "FINAL ANSWER: 3", "ok"),
+    ("ReAct (LangChain, smolagents) final answer", "step", "Thought: I know it now.\nFinal Answer: 3", "ok"),
 ]
 
 

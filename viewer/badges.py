@@ -26,6 +26,8 @@ LABEL_COLOURS = {
     "context_bomb": "magenta",
     "cap_hit": "dark_orange",
     "hallucinated_tool": "red",
+    "error": "red",
+    "incomplete": "cyan",
 }
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Marker", "MARKERS", "STATUS_MARKERS", "MarkerHit", "find_markers", "TAIL_STEPS"]
+__all__ = ["Marker", "MARKERS", "ERROR_MARKERS", "STATUS_MARKERS", "MarkerHit", "find_markers", "TAIL_STEPS"]
 
 TAIL_STEPS = 3
 """How many final steps are searched for markers (the harness's closing step, the model's last turn)."""
@@ -61,6 +61,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"\bLimitsExceeded\b", "cap_hit", "mini-swe-agent exit status"),
     Marker(r"Max rounds \(\d+\) reached", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
     Marker(r"Replan counter exceeded", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
+    Marker(r"Max time \(\d+s\) reached", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
     Marker(r"(?i)maximum time exceeded|time limit exceeded", "cap_hit", "AutoGen / harness time limit"),
     Marker(r"Maximum number of (messages|turns) \d+ reached", "cap_hit", "AutoGen AgentChat termination"),
     Marker(r"Max turns \(\d+\) exceeded|\bMaxTurnsExceeded\b", "cap_hit", "OpenAI Agents SDK"),
@@ -89,6 +90,18 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"###STOP###", "ok", "tau-bench user simulator"),
     Marker(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "ok", "mini-swe-agent submission command"),
     Marker(r"\bAgentFinishAction\b", "ok", "OpenHands finish action"),
+    Marker(r"(?m)\bTERMINATE\s*$", "ok", "AutoGen / AG2 termination word"),
+    Marker(r"FINAL ANSWER:", "ok", "Magentic-One / GAIA final answer"),
+    Marker(r"(?m)^Final Answer:", "ok", "ReAct (LangChain, smolagents) final answer"),
+)
+
+# What a crash leaves in a run's error or its very last step: a Python traceback, or an exception's
+# ``Type: message`` line. Searched only there (ending.py), never in earlier steps, and only when no
+# normal end marker is present: an agent that reads a traceback mid-run and then submits ended fine.
+ERROR_MARKERS: tuple[Marker, ...] = (
+    Marker(r"Traceback \(most recent call last\)", "error", "Python traceback"),
+    Marker(r"(?m)^\s*(?:[\w]+\.)*[A-Z]\w*(?:Error|Exception): \S", "error", "Python exception line"),
+    Marker(r"(?i)\bunhandled (?:exception|error)\b|\bfatal error\b", "error", "runtime crash report"),
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .context import context_bomb
+from .ending import END_LABELS, run_end
 from .stagnation import stagnation
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .views import Diagnosis, RunView, StepView
@@ -19,7 +20,7 @@ from .views import Diagnosis, RunView, StepView
 __all__ = ["StepView", "RunView", "Diagnosis", "diagnose", "RULES", "LABELS", "HALLUCINATION_ERRORS",
            "stagnation", "context_bomb", "cap_hit", "hallucinated_tool"]
 
-LABELS = ("stagnation", "context_bomb", "cap_hit", "hallucinated_tool", "ok")
+LABELS = ("stagnation", "context_bomb", "cap_hit", "hallucinated_tool", *END_LABELS)
 HALLUCINATION_ERRORS = frozenset({"tool_not_found", "invalid_arguments", "unparseable"})
 _ABNORMAL = frozenset({"error", "interrupted", "incomplete", "tool_error"})
 
@@ -87,9 +88,14 @@ def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
 RULES = (stagnation, context_bomb, cap_hit, hallucinated_tool)
 
 # Root cause first: an overflow that ended the run, then the loop behaviours that make caps fire,
-# then the cap itself. A context that grew large without overflowing is a risk, not what stopped the
-# run: on a run that ended normally ``ok`` stays primary with the risk as a secondary diagnosis.
-_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "ok", "context_bomb")
+# then the cap itself, then how the run ended (ending.py: ok, error or incomplete, each on evidence).
+# A context that grew large without overflowing is a risk, not what stopped the run: on a run that
+# ended normally ``ok`` stays primary with the risk as a secondary diagnosis. A cap marker in the
+# final message outranks a forced final answer in the same message (cap_hit before ok).
+_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "error", "ok", "incomplete",
+             "context_bomb")
+# Secondary diagnoses worth listing under a failure: a crash is; "ok" and "incomplete" add nothing.
+_QUIET = frozenset({"ok", "incomplete"})
 
 
 def _rank(d: Diagnosis) -> int:
@@ -97,21 +103,16 @@ def _rank(d: Diagnosis) -> int:
     return _PRIORITY.index(key)
 
 
-def _ended_normally(run: RunView) -> bool:
-    """Status ``ok``, or a run recorded without an end whose last steps carry a normal end marker."""
-    return run.status == "ok" or (run.status == "incomplete" and run.marked("ok") is not None)
-
-
 def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis]:
-    """All diagnoses of ``run``, the primary first. A run that ended normally with no failure gets
-    ``ok``; one that ended abnormally with none gets no diagnosis (nothing here explains it)."""
+    """All diagnoses of ``run``, the primary first. Every run gets one: a failure rule's, or how it
+    ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``)."""
     found = [d for rule in RULES if (d := rule(run, t)) is not None]
-    if _ended_normally(run):
-        steps = [s.step for s in run.steps]
-        found.append(Diagnosis("ok", min(steps, default=None), max(steps, default=None),
-                               "The run ended normally; no failure pattern was found."
-                               if len(found) == 0 else "The run ended normally."))
+    end = run_end(run)
+    if end is not None:
+        if end.label == "ok" and not found:
+            end = replace(end, explanation=end.explanation + " No failure pattern was found.")
+        found.append(end)
     if not found:
         return []
     found.sort(key=_rank)
-    return [replace(found[0], is_primary=True), *(d for d in found[1:] if d.label != "ok")]
+    return [replace(found[0], is_primary=True), *(d for d in found[1:] if d.label not in _QUIET)]

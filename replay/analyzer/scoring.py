@@ -19,7 +19,7 @@ from .views import RunView
 
 __all__ = ["CLASSES", "GRID", "Fold", "metrics", "show", "predict", "settings", "choose", "leave_one_source_out"]
 
-CLASSES = ("ok", "cap_hit", "stagnation", "context_bomb", "hallucinated_tool", "other")
+CLASSES = ("ok", "cap_hit", "stagnation", "context_bomb", "hallucinated_tool", "error", "incomplete", "other")
 
 # The thresholds a fold may choose among. Small on purpose: every point is a plausible setting, so
 # choosing among them on three sources cannot fit the fourth by the accident of a fine grid.

@@ -88,6 +88,9 @@ def _import(args: argparse.Namespace) -> int:
     print(f"steps imported: {report.steps_imported}")
     print(f"files: {report.files_seen} seen, {len(report.skipped)} skipped" + (f"; runs by format: {formats}"
                                                                             if formats else ""))
+    if report.runs_without_steps:
+        print(f"warning: {report.runs_without_steps} of the runs imported have no steps "
+              "(their files record no action or agent turn); the analyzer calls them incomplete")
     if report.runs_imported:
         from ...on_stored import notify_stored
 

@@ -46,12 +46,18 @@ DESCRIPTIONS: dict[str, str] = {
     "mini-swe-agent": "mini-swe-agent 1.x (bash blocks) and 2.x (tool calls) trajectories (.traj.json)",
     "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare "
                    "message lists (JSON, JSONL one run per line, or Python literals)",
-    "chat": "plain chat transcripts without tool calls",
+    "chat": "chat transcripts without tool calls, multi-agent logs included: AutoGen/AG2 group chats (code "
+            "blocks and exitcode replies as tool calls), Magentic-One orchestrator logs (agents as roles)",
     "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
     "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
                  "[action, observation] pairs)",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
+    "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "
+                 "mapped as OTLP",
+    "phoenix-spans": "Phoenix span dataframes (context.span_id, parent_id, attributes.*) as JSON or Parquet",
+    "jaeger-json": "Jaeger JSON trace downloads (data[].spans[] with references and tags), mapped as OTLP",
+    "zipkin-json": "Zipkin v2 JSON spans, mapped as OTLP",
 }
 
 
@@ -149,6 +155,7 @@ def parse_file(path: Path) -> tuple[str, list[Trajectory]]:
     the file cannot be imported.
     """
     fmt, runs = _parse(path)
+    _some_steps(fmt, runs)
     if any(not t.origin for t in runs):
         digest = _digest(path)
         for t in runs:
@@ -166,13 +173,31 @@ def stream_file(path: Path, chunk: int = STREAM_CHUNK) -> tuple[str, Iterator[li
     fmt, checked = _jsonl(path)
     if fmt == "claude-code":  # one session: parsed whole
         runs = list(checked)
+        _some_steps(fmt, runs)
         digest = _digest(path)
         for t in runs:
             t.origin = t.origin or digest
         return fmt, iter([runs])
-    for _ in checked:  # the first pass: the runs are dropped as they come
-        pass
+    stepped = False
+    for t in checked:  # the first pass: the runs are dropped as they come
+        stepped = stepped or _readable(t)
+    if not stepped:
+        _some_steps(fmt, [])
     return fmt, _chunks(path, _digest(path), chunk)
+
+
+def _readable(t: Trajectory) -> bool:
+    """A run worth importing: it has steps, or it records how it ended without any (an API error
+    before the first step, an interruption)."""
+    return bool(t.steps) or bool(t.error) or t.status not in ("ok", "incomplete")
+
+
+def _some_steps(fmt: str, runs: list[Trajectory]) -> None:
+    """A file none of whose runs has a step (or a recorded end) is skipped with the reason, never
+    imported as empty runs: "ok, no failure" used to be the verdict on runs looptrace could not read."""
+    if not any(_readable(t) for t in runs):
+        raise TrajectoryFormatError(f"no steps: nothing in the file maps to a step of the {fmt} format "
+                                    "(no assistant or agent turn, no action)")
 
 
 def _chunks(path: Path, digest: str, chunk: int) -> Iterator[list[Trajectory]]:

@@ -1,24 +1,42 @@
-"""Plain chat transcripts: a list of ``{role, content, name?}``, bare or under ``messages``/``history``.
+"""Chat transcripts without tool calls: a list of ``{role, content, name?}``, bare or under ``messages``/``history``.
 
-Without tool calls all we can recover is who spoke: each message by an agent (role ``assistant``, or
-a ``name`` that is not the human's, as multi-agent logs write other agents' turns with role
-``user``) is a step whose text is the thought.
+This is also where multi-agent logs land, since they are chats whose speakers are agents:
+
+- AutoGen 0.2 / AG2 group chats write each agent's turn with its ``name`` (and role ``user`` or
+  ``assistant``, depending on who reads the log). A fenced code block in a turn is a tool call (tool
+  ``python``, ``sh``, ...; arguments ``{"code": ...}``); the executor's ``exitcode: N`` reply is its
+  observation, failed when N is not 0, and not a turn of its own.
+- Magentic-One's orchestrator logs put the agent in the ``role`` itself (``Orchestrator (thought)``,
+  ``WebSurfer``, ``Orchestrator (termination condition)``): a role that is none of the standard ones
+  is the speaker's name.
+
+Each agent's turn is a step; its agent (and the role as written) is recorded as the step's ``agent``
+event. A run's end needs evidence: the source's ``status`` if it names one; else ``ok`` when the
+last message is an agent's (its answer, kept as the run's answer so end markers are read there),
+``incomplete`` when a person or nobody spoke last. A file with messages of which none is an agent's
+turn is skipped with that reason, never imported as a run with no steps.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .errors import TrajectoryFormatError
 from .trajectory import ImportedStep, Trajectory, estimate_tokens
 from .text import RUN_STATUSES, as_dict, clip, content_text, first_user_text, message_chars
 
-__all__ = ["DEFAULT_AGENT", "is_message", "messages_of", "parse"]
+__all__ = ["DEFAULT_AGENT", "is_message", "messages_of", "parse", "speaker"]
 
 DEFAULT_AGENT = "chat"
-_HUMAN_NAMES = frozenset({"user", "human", "customer"})
-_NOT_SPEAKERS = frozenset({"system", "tool", "function"})
+_HUMAN_NAMES = frozenset({"user", "human", "customer", "user_proxy", "userproxy"})
+_STANDARD_ROLES = frozenset({"system", "tool", "function", "user", "human", "developer", "ipython"})
+_NOT_SPEAKERS = frozenset({"system", "tool", "function", "developer", "ipython"})
+# AutoGen's code executor answers a code block with "exitcode: N (execution succeeded|failed)".
+_EXITCODE = re.compile(r"^\s*exitcode:\s*(-?\d+)")
+_CODE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def is_message(value: Any) -> bool:
@@ -28,7 +46,7 @@ def is_message(value: Any) -> bool:
 def messages_of(data: Any) -> list[Any] | None:
     """The message list a file holds, if it holds one."""
     if isinstance(data, dict):
-        for key in ("messages", "history"):
+        for key in ("messages", "history", "chat_history"):
             value = data.get(key)
             if isinstance(value, list):
                 return value
@@ -36,15 +54,29 @@ def messages_of(data: Any) -> list[Any] | None:
     return data if isinstance(data, list) else None
 
 
-def _speaker(m: dict[str, Any]) -> str | None:
-    """The agent that wrote ``m`` ("" for an unnamed assistant), or None for the human or the system."""
+def speaker(m: dict[str, Any]) -> str | None:
+    """The agent that wrote ``m`` ("" for an unnamed assistant), or None for a person or the system."""
     role = m.get("role")
     name = m.get("name") if isinstance(m.get("name"), str) else ""
     if role == "assistant":
         return name
+    if isinstance(role, str) and role.strip() and role.lower() not in _STANDARD_ROLES and role.lower() != "assistant":
+        return name or role.strip()  # Magentic-One: the role is the agent
     if role in _NOT_SPEAKERS or not name or name.lower() in _HUMAN_NAMES:
         return None
     return name
+
+
+def _agent_name(who: str) -> str:
+    """``Orchestrator (thought)`` -> ``Orchestrator``: the agent, without the kind of message."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", who) or who
+
+
+def _code_call(step: ImportedStep, text: str) -> None:
+    found = _CODE.search(text)
+    if found:
+        step.tool = found.group(1).lower() or "code"
+        step.args = {"code": found.group(2).strip()}
 
 
 def parse(data: Any, path: Path) -> list[Trajectory]:
@@ -53,22 +85,48 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
     steps: list[ImportedStep] = []
     speakers: Counter[str] = Counter()
     chars = 0
+    last_speaker: str | None = None
     for i, raw in enumerate(messages):
         m = as_dict(raw, f"message {i}")
-        who = _speaker(m)
+        text = content_text(m.get("content"))
+        exit_code = _EXITCODE.match(text)
+        # The executor answers the latest code block still waiting, whoever spoke in between (AG2's
+        # round robin lets a reviewer talk before the code runs).
+        waiting = next((s for s in reversed(steps) if s.tool is not None and s.observation is None), None)
+        if exit_code and waiting is not None:  # the executor's reply to the last code block
+            waiting.observation = text
+            waiting.is_error = exit_code.group(1) != "0"
+            chars += message_chars(m)
+            continue
+        who = speaker(m)
+        last_speaker = who
         if who is not None:
-            if who:
-                speakers[who] += 1
-            steps.append(ImportedStep(step=len(steps) + 1, thought=content_text(m.get("content")) or None,
-                                      context_tokens=estimate_tokens(chars)))
+            agent = _agent_name(who) if who else ""
+            if agent:
+                speakers[agent] += 1
+            step = ImportedStep(step=len(steps) + 1, thought=text or None, context_tokens=estimate_tokens(chars),
+                                agent=agent or None, role=who if who != agent else None)
+            _code_call(step, text)
+            steps.append(step)
         chars += message_chars(m)
-    status = meta["status"] if meta.get("status") in RUN_STATUSES else "ok"
+    if messages and not steps and meta.get("status") in (None, "ok", "incomplete") and not meta.get("error"):
+        roles = ", ".join(sorted({str(m.get("role")) for m in messages if isinstance(m, dict)}))
+        raise TrajectoryFormatError(f"no agent turns: {len(messages)} messages, none written by an agent "
+                                    f"(roles: {roles})")
+    if meta.get("status") in RUN_STATUSES:
+        status = meta["status"]
+    else:  # the evidence of an end: an agent spoke last
+        status = "ok" if steps and last_speaker is not None else "incomplete"
     model, error = meta.get("model"), meta.get("error")
     attributes: dict[str, Any] = {"format": "chat"}
     if len(speakers) > 1:
         attributes["agents"] = sorted(speakers)
+    answer = steps[-1].thought if status == "ok" and steps and last_speaker is not None else None
+    task = first_user_text(messages) or next(
+        (content_text(m.get("content")) for m in messages if isinstance(m, dict) and speaker(m) is None
+         and m.get("role") not in _NOT_SPEAKERS), None)
     return [Trajectory(
         source=str(path), agent=speakers.most_common(1)[0][0] if speakers else DEFAULT_AGENT, status=status,
-        steps=steps, task=clip(first_user_text(messages)), model=model if isinstance(model, str) else None,
+        steps=steps, task=clip(task), model=model if isinstance(model, str) else None, answer=answer,
         error=error if isinstance(error, str) else None, attributes=attributes,
     )]

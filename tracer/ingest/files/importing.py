@@ -22,7 +22,8 @@ from typing import Any
 
 from ...sink import Sink
 from ...store import Store, StoreError
-from . import otlp_json
+from . import otlp_json, span_exports
+from .detect import read_document
 from .formats import TrajectoryFormatError, is_candidate, stream_file
 from .trajectory import Trajectory, trajectory_rows
 
@@ -41,6 +42,7 @@ class ImportReport:
     runs_imported: int = 0
     runs_present: int = 0  # already in the store: skipped as duplicates
     steps_imported: int = 0
+    runs_without_steps: int = 0  # imported, but nothing in them maps to a step: warned about, never silent
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     by_format: dict[str, int] = field(default_factory=dict)  # runs found per format, imported or present
 
@@ -74,18 +76,43 @@ def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
 
 
 def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.OtlpFile] | str:
-    """(format, runs in chunks or an OTLP file's spans), or the reason the file is skipped."""
+    """(format, runs in chunks or a span file's spans by trace), or the reason the file is skipped."""
     is_otlp = otlp_json.sniff(path)
-    if not is_otlp and not is_candidate(path):
+    is_parquet = path.name.lower().endswith(".parquet")
+    if not (is_otlp or is_parquet or is_candidate(path)):
         return NOT_A_TRAJECTORY
     try:
-        return (otlp_json.FORMAT, otlp_json.parse(path)) if is_otlp else stream_file(path)
+        if is_otlp:
+            return otlp_json.FORMAT, otlp_json.parse(path)
+        if is_parquet:
+            return "phoenix-spans", _spans_file(path, span_exports.read_parquet(path))
+        try:
+            return stream_file(path)
+        except TrajectoryFormatError as exc:
+            if not str(exc).startswith("unknown format"):
+                raise
+            data = read_document(path)  # exported spans (span trees, Phoenix, Jaeger, Zipkin), or really unknown
+            kind = span_exports.sniff_document(data)
+            if kind is None:
+                raise
+            return kind, _spans_file(path, span_exports.decode_document(data))
     except TrajectoryFormatError as exc:
         return str(exc)
     except RecursionError:
         return "nested too deeply to read"
     except Exception as exc:  # noqa: BLE001 - whatever a strange file does, the import goes on
         return f"could not be parsed ({type(exc).__name__}: {exc})"
+
+
+def _spans_file(path: Path, spans: list[otlp_json.PlainSpan]) -> otlp_json.OtlpFile:
+    """Decoded spans by trace, mapped from here on exactly as an OTLP JSON file's."""
+    out = otlp_json.OtlpFile(str(path))
+    for s in spans:
+        if s.trace_id and s.span_id:
+            out.traces.setdefault(s.trace_id, []).append(s)
+    if not out.traces:
+        raise TrajectoryFormatError("no spans with a trace id and a span id")
+    return out
 
 
 class _Writer:
@@ -140,7 +167,7 @@ class _Writer:
                     reason = f"could not be stored ({type(exc).__name__}: {exc})"
                     self.report.skipped.append((str(path), reason))
 
-    def add_spans(self, path: Path, parsed: otlp_json.OtlpFile) -> None:
+    def add_spans(self, path: Path, parsed: otlp_json.OtlpFile, fmt: str = otlp_json.FORMAT) -> None:
         """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""
         stored: dict[str, dict[str, str | None]] = {}
         try:
@@ -159,8 +186,8 @@ class _Writer:
         self.report.runs_imported += result.runs_new
         self.report.runs_present += result.runs_present
         self.report.steps_imported += result.steps_new
-        self.report.by_format[otlp_json.FORMAT] = (
-            self.report.by_format.get(otlp_json.FORMAT, 0) + result.runs_new + result.runs_present)
+        self.report.runs_without_steps += result.runs_without_steps
+        self.report.by_format[fmt] = self.report.by_format.get(fmt, 0) + result.runs_new + result.runs_present
 
     def _write(self, runs: list[Trajectory]) -> None:
         fresh = {t.run_id: t for t in runs if t.run_id not in self.present}
@@ -168,6 +195,7 @@ class _Writer:
         self.report.runs_imported += len(fresh)
         self.report.runs_present += len(runs) - len(fresh)
         self.report.steps_imported += sum(len({s.step for s in t.steps}) for t in fresh.values())
+        self.report.runs_without_steps += sum(1 for t in fresh.values() if not t.steps)
         self.present.update(fresh)
 
 
@@ -225,7 +253,7 @@ def import_paths(
         if isinstance(parsed, str):
             report.skipped.append((str(path), parsed))
         elif isinstance(found := parsed[1], otlp_json.OtlpFile):
-            writer.add_spans(path, found)
+            writer.add_spans(path, found, parsed[0])
         else:
             _add_runs(writer, path, parsed[0], found)
         if progress is not None and done < len(files):

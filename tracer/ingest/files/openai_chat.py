@@ -16,10 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .errors import TrajectoryFormatError
 from .trajectory import ImportedStep, Trajectory, estimate_tokens
 from .text import RUN_STATUSES, as_dict, as_list, clip, content_text, first_user_text, message_chars
 
-__all__ = ["TAU_MAX_STEPS", "is_episode", "parse", "parse_arguments", "tau_status"]
+__all__ = ["TAU_MAX_STEPS", "chat_end", "is_episode", "parse", "parse_arguments", "tau_status"]
 
 TAU_MAX_STEPS = 30
 _TAU_STOP = "###STOP###"
@@ -51,6 +52,16 @@ def tau_status(messages: list[Any], source: Any) -> tuple[str, str | None]:
         return "max_iters", (f"the episode used all {TAU_MAX_STEPS} assistant steps without ending "
                              f"(last actor: {source!r})")
     return "ok", None
+
+
+def chat_end(messages: list[Any]) -> str:
+    """A transcript that records no status ended normally only if the assistant had the last word
+    (a reply with no tool calls: its answer); one that stops on a tool call, a tool result or the
+    user's message has no recorded end."""
+    last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") != "system"), None)
+    if isinstance(last, dict) and last.get("role") == "assistant" and not _calls(last):
+        return "ok"
+    return "incomplete"
 
 
 def _declared_tools(*holders: dict[str, Any]) -> set[str] | None:
@@ -137,13 +148,16 @@ def _episode(d: dict[str, Any], path: Path, key: str) -> Trajectory:
         task_info = info.get("task")
         task = task_info.get("instruction") if isinstance(task_info, dict) else None
     else:
-        status = d["status"] if d.get("status") in RUN_STATUSES else "ok"
+        status = d["status"] if d.get("status") in RUN_STATUSES else chat_end(messages)
         error = d.get("error") if isinstance(d.get("error"), str) else None
         task = None
     model = d.get("model", info.get("model"))
+    steps = _steps(messages, _declared_tools(d, info))
+    if messages and not steps and status in ("ok", "incomplete") and not error:
+        raise TrajectoryFormatError(f"no assistant turns: {len(messages)} messages, none by the assistant")
     return Trajectory(
         source=str(path), agent="tau-bench" if tau else "openai-chat", status=status,
-        steps=_steps(messages, _declared_tools(d, info)),
+        steps=steps,
         task=clip(task if isinstance(task, str) else first_user_text(messages)),
         model=model if isinstance(model, str) and model else None, error=error, attributes=attributes,
         key=key,

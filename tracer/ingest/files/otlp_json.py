@@ -41,6 +41,7 @@ class OtlpRows:
     runs_new: int
     runs_present: int
     steps_new: int
+    runs_without_steps: int = 0
 
 
 @dataclass
@@ -71,7 +72,8 @@ class OtlpFile:
                 out.setdefault(table, []).extend(rows)
         new = {r["run_id"] for r in out.get("run_records", [])}
         steps = {(r["run_id"], r["step"]) for r in out.get("step_records", [])}
-        return OtlpRows(out, len(new), len(present - new), len(steps))
+        stepless = len(new - {run_id for run_id, _ in steps})
+        return OtlpRows(out, len(new), len(present - new), len(steps), stepless)
 
 
 def _open(path: Path, size: int) -> bytes:

@@ -45,6 +45,8 @@ class ImportedStep:
     tool_call_id: str | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    agent: str | None = None  # in a multi-agent log, the agent whose turn this is
+    role: str | None = None  # the speaker as the log wrote it, when it says more (``Orchestrator (thought)``)
 
 
 @dataclass
@@ -97,6 +99,14 @@ class Trajectory:
         return None if self.parent_key is None else self._id(self.parent_key)
 
 
+def _agent_event(s: ImportedStep) -> str | None:
+    """A multi-agent step names its agent in an ``agent`` event (steps have no agent column)."""
+    if s.agent is None:
+        return None
+    attributes = {"agent": s.agent, **({"role": s.role} if s.role else {})}
+    return to_json([{"name": "agent", "time": None, "attributes": attributes}])
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else clean_text(value)
 
@@ -117,7 +127,7 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
             "run_id": run_id, "step": s.step, "started_at": s.started_at, "ended_at": s.ended_at,
             "thought": _text(s.thought),
             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "context_tokens": s.context_tokens,
-            "cost_usd": None, "events": None, "span_id": None,
+            "cost_usd": None, "events": _agent_event(s), "span_id": None,
         })
         if row["thought"] is None and s.thought:
             row["thought"] = _text(s.thought)

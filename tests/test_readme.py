@@ -40,6 +40,11 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
         assert query(tmp_path / "traces.duckdb", "SELECT count(*) FROM runs WHERE status = 'ok'") == [(1,)]
     if "AnthropicInstrumentor(" in code:  # under the agent name it was given
         assert query(tmp_path / "traces.duckdb", "SELECT agent, n_steps FROM runs") == [("file-reader", 2)]
+        # The first trace a user makes records what the tool returned, joined to its call by a real id.
+        [(tool, observation, size, call_id)] = query(
+            tmp_path / "traces.duckdb", "SELECT tool, observation, observation_bytes, tool_call_id FROM tool_calls")
+        assert (tool, observation.strip(), size) == ("read", "hello", len(observation.encode()))
+        assert call_id.startswith("toolu_"), call_id
 
 
 @pytest.mark.slow

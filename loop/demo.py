@@ -8,6 +8,7 @@ the user's back. The summary shows this batch only; the new runs are diagnosed a
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 import time
@@ -18,6 +19,7 @@ from typing import TextIO
 from looptrace.tracer import Tracing
 from looptrace.tracer.cli.table import format_table
 from looptrace.tracer.cli.plural import count
+from looptrace.tracer.cli.program import program
 from looptrace.tracer.on_stored import notify_stored
 from looptrace.tracer.store import Store, StoreError
 
@@ -35,11 +37,19 @@ __all__ = ["run_scenarios", "main", "demo_run_ids"]
 # Large enough that a careless read really floods the context; the loop's trimming is the defence.
 TOOL_RESULT_CAP = 400_000
 
+# The run id's first 12 characters (every command takes a prefix), and the primary diagnosis beside
+# the status: the status is how the run ended, the diagnosis what looptrace makes of it (an `ok` run
+# can have recovered from invented arguments).
 SUMMARY_SQL = """
-SELECT r.agent, r.task, r.status, r.n_steps AS steps, r.input_tokens + r.output_tokens AS tokens,
-       round(r.cost_usd, 4) AS cost_usd, (SELECT count(*) FROM runs c WHERE c.parent_run_id = r.run_id) AS children
-FROM runs r WHERE r.parent_run_id IS NULL AND r.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY r.started_at
+SELECT left(r.run_id, 12) AS run, r.agent, r.status, d.label AS diagnosis, r.n_steps AS steps,
+       r.input_tokens + r.output_tokens AS tokens, round(r.cost_usd, 4) AS cost_usd,
+       (SELECT count(*) FROM runs c WHERE c.parent_run_id = r.run_id) AS children
+FROM runs r LEFT JOIN diagnoses d ON d.run_id = r.run_id AND d.is_primary
+WHERE r.parent_run_id IS NULL AND r.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY r.started_at
 """
+
+# The run the replay hint names: the cycling run, where a tighter cap shows what it would save.
+HINT_RUN_SQL = "SELECT run_id FROM runs WHERE agent = 'demo-cycle' AND run_id IN (SELECT unnest(?::VARCHAR[]))"
 
 # Every demo agent is named demo-<scenario>; sub-agents hang under their orchestrator.
 DEMO_RUNS_SQL = """
@@ -95,20 +105,24 @@ def main(db: str, out: TextIO = sys.stdout) -> int:
     out.flush()
     results = run_scenarios(db, progress=out)
     batch = sorted(demo_run_ids(db) - before)
+    notify_stored(db, batch, out=out)  # first, so the summary shows each run's diagnosis
     with Store(db).reader() as conn:
         cursor = conn.execute(SUMMARY_SQL, [batch])
         columns = [d[0] for d in cursor.description or []]
         out.write("\n" + format_table(columns, cursor.fetchall(), max_cell=44) + "\n")
+        hint = conn.execute(HINT_RUN_SQL, [batch]).fetchone()
     out.flush()
-    notify_stored(db, batch, out=out)
     wrong = [(s.name, r.status, s.expect) for s, r in results if r.status != s.expect]
     total = len(before) + len(batch)
+    # Each hint runs when pasted whole: the program as it was started, the store quoted, comments after `#`.
+    lt, q = program(), shlex.quote(db)
     out.write(f"\n{count(len(results), 'run')} in {time.perf_counter() - started:.1f}s"
               + (f" ({total} demo runs in {db} now)" if before else "") + ". Next:\n"
-              f"  looptrace view {db}\n"
-              f"  looptrace sql --db {db} \"SELECT status, count(*) FROM runs GROUP BY status\"\n"
-              f"  looptrace replay RUN_ID --db {db} --max-iters 4\n"
-              f"  looptrace analyze --db {db} --help   (re-analyse with other thresholds)\n")
+              f"  {lt} view {q}\n"
+              f"  {lt} sql --db {q} \"SELECT status, count(*) FROM runs GROUP BY status\"\n"
+              + (f"  {lt} replay {hint[0][:12]} --db {q} --max-iters 4   # the demo-cycle run under a tighter cap\n"
+                 if hint else "")
+              + f"  {lt} analyze --db {q} --help   # re-analyse with other thresholds\n")
     for name, got, expected in wrong:
         out.write(f"scenario {name} ended {got}, expected {expected}\n")
     return 1 if wrong else 0

@@ -6,12 +6,13 @@ only need the non-streaming chat shape. The real ``openai`` SDK pointed at ``bas
 same request building and parsing a live run does; nothing here touches the network beyond loopback.
 
 The script is a function from the request body to the assistant's message (``{"content": ...}`` and/or
-``{"tool_calls": [{"id", "name", "arguments"}]}``), so the server holds no conversation state: a
+``{"tool_calls": [{"id", "name", "arguments"}]}``; a missing id becomes ``call_...``), so the server holds no conversation state: a
 framework that retries or re-sends a request gets the same answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable
@@ -28,8 +29,10 @@ _PATHS = ("/v1/chat/completions", "/chat/completions")
 
 def chat_completion(message: dict[str, Any], request: dict[str, Any], completion_id: str) -> dict[str, Any]:
     """The ``chat.completion`` body for the scripted ``message`` answering ``request``."""
-    calls = [{"id": c["id"], "type": "function",
-              "function": {"name": c["name"], "arguments": c["arguments"]}} for c in message.get("tool_calls", ())]
+    # A script may leave ids out; agents join tool results to calls by id, so each gets a real-shaped one.
+    calls = [{"id": c.get("id") or "call_" + hashlib.sha256(f"{completion_id}/{i}".encode()).hexdigest()[:24],
+              "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+             for i, c in enumerate(message.get("tool_calls", ()))]
     reply: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if calls:
         reply["tool_calls"] = calls

@@ -15,6 +15,7 @@ record real usage in `Reply.usage` when it matters.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -112,6 +113,14 @@ def estimate_output_tokens(content: list[dict[str, Any]]) -> int:
     return _ceil_quarter(chars)
 
 
+def _with_id(block: dict[str, Any], message_id: str, index: int) -> dict[str, Any]:
+    """A ``tool_use`` block with a real-shaped id: agents (and tracers) join results to calls by it."""
+    out = dict(block)
+    if out.get("type") == "tool_use" and not out.get("id"):
+        out["id"] = "toolu_" + hashlib.sha256(f"{message_id}/{index}".encode()).hexdigest()[:24]
+    return out
+
+
 def message_body(reply: Reply, request: dict[str, Any], message_id: str) -> dict[str, Any]:
     """The non-streaming response body for `reply` answering `request`."""
     usage = {
@@ -126,7 +135,7 @@ def message_body(reply: Reply, request: dict[str, Any], message_id: str) -> dict
         "type": "message",
         "role": "assistant",
         "model": reply.model or request.get("model", "unknown"),
-        "content": [dict(block) for block in reply.content],
+        "content": [_with_id(block, message_id, i) for i, block in enumerate(reply.content)],
         "stop_reason": reply.stop_reason,
         "stop_sequence": None,
         "usage": usage,

@@ -123,7 +123,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "invalid-args", "What does README.md say?",
         [act("read_file", {"file": "README.md"}), act("read_file", {"path": "README.md", "limit": 0}),
          act("read_file", {"path": "README.md"}), finish("It is a tiny web shop run with python src/app.py.")],
-        "ok", description="passes arguments that fail the tool's schema, then corrects them",
+        "ok", description="invents arguments the tool's schema rejects (hallucinated_tool), then corrects them",
     ),
     Scenario(
         "overloaded", "Who owns the deploy?",

@@ -73,7 +73,12 @@ def test_looptrace_demo_command_diagnoses_its_runs_and_says_when_it_adds_a_secon
     n = len(SCENARIOS) + 2  # the orchestrator's two workers
     assert first.splitlines()[0].startswith(f"Running {len(SCENARIOS)} scenarios offline")
     assert f"{len(SCENARIOS)} runs in" in first and "already holds" not in first
-    assert f'looptrace sql --db {db} "SELECT status, count(*) FROM runs GROUP BY status"' in first
+    assert f'sql --db {db} "SELECT status, count(*) FROM runs GROUP BY status"' in first
+    # The summary names each run (a prefix every command takes) and its diagnosis beside its status.
+    [(cycle,)] = query(db, "SELECT run_id FROM runs WHERE agent = 'demo-cycle'")
+    assert f"replay {cycle[:12]} --db {db} --max-iters 4" in first
+    [invalid] = [line for line in first.splitlines() if " demo-invalid-args " in line]
+    assert invalid.split()[:4] == [invalid.split()[0], "demo-invalid-args", "ok", "hallucinated_tool"]
     assert "expected" not in first  # no scenario ended otherwise
     assert query(db, "SELECT count(*) FROM runs") == [(n,)]
     # Diagnosed as they landed: no `looptrace analyze` needed before `looptrace view`.
@@ -87,8 +92,9 @@ def test_looptrace_demo_command_diagnoses_its_runs_and_says_when_it_adds_a_secon
     second = demo()
     assert f"{db} already holds {n} demo runs: adding a second batch" in second
     assert f"({2 * n} demo runs in {db} now)" in second
-    table = second[second.index("agent "):second.index(f"{len(SCENARIOS)} runs in")]
-    assert sum(line.startswith("demo-") for line in table.splitlines()) == len(SCENARIOS)  # this batch only
+    table = second[second.index("\nrun "):second.index(f"{len(SCENARIOS)} runs in")]
+    assert sum(line.split()[1:2] != [] and line.split()[1].startswith("demo-")
+               for line in table.splitlines()) == len(SCENARIOS)  # this batch only
     assert query(db, "SELECT count(*) FROM runs") == [(2 * n,)]
     # Incremental: the second batch is diagnosed, the first one's diagnoses are left as they were.
     assert f"diagnosed {n} runs: " in second

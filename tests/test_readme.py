@@ -1,4 +1,4 @@
-"""The README runs: every ```python block in README.md, as written, in a fresh process and folder.
+"""The README runs: every ```python block and every looptrace command line in README.md, as written.
 
 The snippets start looptrace's local Messages API server themselves, so this is offline; a snippet
 that names something undefined, needs a key or a network fails here before a user finds it.
@@ -6,11 +6,26 @@ that names something undefined, needs a key or a network fails here before a use
 
 from __future__ import annotations
 
+import fcntl
+import gzip
+import json
+import os
+import pty
 import re
+import select
+import signal
+import socket
+import struct
 import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
+
+from looptrace.loop.scripted import finish
+from looptrace.loop.server import MessagesServer
 
 from .conftest import PYTHON, ROOT, python_env, query
 
@@ -40,6 +55,11 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
         assert query(tmp_path / "traces.duckdb", "SELECT count(*) FROM runs WHERE status = 'ok'") == [(1,)]
     if "AnthropicInstrumentor(" in code:  # under the agent name it was given
         assert query(tmp_path / "traces.duckdb", "SELECT agent, n_steps FROM runs") == [("file-reader", 2)]
+        # The first trace a user makes records what the tool returned, joined to its call by a real id.
+        [(tool, observation, size, call_id)] = query(
+            tmp_path / "traces.duckdb", "SELECT tool, observation, observation_bytes, tool_call_id FROM tool_calls")
+        assert (tool, observation.strip(), size) == ("read", "hello", len(observation.encode()))
+        assert call_id.startswith("toolu_"), call_id
 
 
 @pytest.mark.slow
@@ -69,3 +89,133 @@ def test_looptrace_serve_lenient_answers_the_readmes_loop(tmp_path: Path) -> Non
         serve.terminate()
         serve.communicate(timeout=30)
     assert query(tmp_path / "served.duckdb", "SELECT agent, status, n_steps FROM runs") == [("file-reader", "ok", 2)]
+
+
+# -- every command line, after the quick start -------------------------------------------------------
+
+_SH = re.compile(r"^```sh\n(.*?)^```$", re.S | re.M)
+_SERVES = {"--web": 8008, " serve ": 8089}  # lines that serve until stopped: ready when their port answers
+
+
+def command_lines(markdown: str) -> list[str]:
+    """Every line of the README's ```sh blocks that runs looptrace, its comment dropped."""
+    lines = [line.split("  #")[0].strip() for block in _SH.findall(markdown) for line in block.splitlines()]
+    return [line for line in lines if line.startswith(("looptrace ", ".venv/bin/looptrace "))]
+
+
+def _hints(demo_output: str) -> list[str]:
+    after = demo_output.split("Next:\n", 1)[1]
+    return [line.strip() for line in after.splitlines() if line.startswith("  ")]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _run_served(line: str, port: int, cwd: Path, env: dict[str, str]) -> None:
+    if not _port_free(port):
+        pytest.skip(f"port {port} is taken on this machine: cannot run {line!r} as written")
+    proc = subprocess.Popen(["bash", "-c", line], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _port_free(port):
+            assert proc.poll() is None, (line, proc.communicate())
+            assert time.monotonic() < deadline, f"{line!r} never served on port {port}"
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def _run_tui(line: str, cwd: Path, env: dict[str, str]) -> None:
+    """The viewer in a real pseudo-terminal: it draws the demo's runs, and `q` quits it with status 0."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen(["bash", "-c", line], cwd=cwd, env={**env, "TERM": "xterm-256color"},
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while b"demo-" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen[-2000:]
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        os.write(master, b"q")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(master)
+
+
+@pytest.mark.slow
+def test_every_readme_command_and_demo_hint_runs_as_written_after_the_quick_start(tmp_path: Path) -> None:
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "looptrace").exists():
+        pytest.skip(f"{venv} has no looptrace script: the tests are not running from the project's virtualenv")
+    (tmp_path / ".venv").symlink_to(venv)  # the folder `make demo` leaves behind
+    env = python_env()
+    env.pop("ANTHROPIC_API_KEY", None)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != venv / "bin")
+
+    def sh(line: str, **extra: str) -> str:
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env={**env, **extra}, capture_output=True,
+                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    # The quick start: `make demo` after its install is this one line.
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo: $(STAMP)\n", 1)[1].splitlines()[0].strip()
+    assert recipe == "$(BIN)/looptrace demo --db $(DB)"
+    output = sh(".venv/bin/looptrace demo --db demo.duckdb")
+    hints = _hints(output)
+    assert len(hints) == 4 and all(h.startswith(".venv/bin/looptrace ") for h in hints), hints
+    for line in hints:
+        if line.split()[1] == "view":
+            _run_tui(line, tmp_path, env)
+        else:
+            sh(line)
+
+    # The hints in error messages run too: a run that is not there, a store that is not there.
+    for line, hint_of in ((".venv/bin/looptrace report nosuchrun --db demo.duckdb -o x.html", "list them with: "),
+                          (".venv/bin/looptrace view nowhere.duckdb", "create one with: ")):
+        failed = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=120, stdin=subprocess.DEVNULL)
+        assert failed.returncode == 1 and hint_of in failed.stderr, failed.stderr
+        hint = failed.stderr.split(hint_of, 1)[1].strip().removesuffix(")")
+        assert hint.startswith(".venv/bin/looptrace ") and "--db" in hint, hint
+        shown = sh(hint)
+        assert ("run_id" in shown) if "report" in line else (tmp_path / "nowhere.duckdb").exists()
+
+    # Then the README, with the virtualenv active as it says, placeholders filled in.
+    active = {"PATH": os.pathsep.join([str(tmp_path / ".venv" / "bin"), env["PATH"]]), "VIRTUAL_ENV": str(venv)}
+    [(cycle,)] = query(tmp_path / "demo.duckdb", "SELECT run_id FROM runs WHERE agent = 'demo-cycle' "
+                                                "AND replay_of IS NULL AND forked_from IS NULL")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "chat.json").write_text(json.dumps({"messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}))
+    (tmp_path / "more.traj.gz").write_bytes(gzip.compress(json.dumps({"history": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}).encode()))
+    lines = command_lines((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(lines) >= 15
+    with MessagesServer([finish("done")] * 100) as model:
+        for line in lines:
+            filled = (line.replace("RUN_ID", cycle[:12]).replace("RUN_A", cycle[:12]).replace("URL", model.base_url))
+            if "RUN_B" in filled:
+                [(replay,)] = query(tmp_path / "demo.duckdb", "SELECT run_id FROM runs WHERE replay_of = ? "
+                                    "ORDER BY started_at LIMIT 1", [cycle])
+                filled = filled.replace("RUN_B", replay[:12])
+            port = next((p for flag, p in _SERVES.items() if flag in f" {filled} "), None)
+            if port is not None:
+                _run_served(filled, port, tmp_path, {**env, **active})
+            elif filled.split()[1] == "view":
+                _run_tui(filled, tmp_path, {**env, **active})
+            else:
+                sh(filled, **active)
+    assert (tmp_path / "report" / "index.html").exists() and (tmp_path / "tests" / "test_run.py").exists()

@@ -161,3 +161,22 @@ def test_the_redaction_manifest_comes_from_span_attributes_or_a_redactions_view(
     assert "anthropic_key" in {row[rule] for row in report.manifest.rows}
     html = render_run(report)
     assert key not in html and "anthropic_key" in html
+
+
+@pytest.mark.parametrize(("status", "label", "status_tag", "verdict_tag"), [
+    ("ok", "stagnation", '<span class="tag ">ok</span>', '<span class="tag bad">stagnation</span>'),  # issue 28
+    ("ok", "ok", '<span class="tag ok">ok</span>', '<span class="tag ok">ok</span>'),
+    ("max_iters", "cap_hit", '<span class="tag bad">max_iters</span>', '<span class="tag bad">cap_hit</span>'),
+    ("ok", None, '<span class="tag ok">ok</span>', '<span class="tag mut">not analysed</span>'),
+])
+def test_the_status_and_the_verdict_are_each_named_for_whose_word_they_are(
+        status: str, label: str | None, status_tag: str, verdict_tag: str) -> None:
+    from dataclasses import replace
+
+    diagnoses = (Diagnosis(label, True, 1, 1, {}, None),) if label else ()
+    html = render_run(replace(_report((_step(1),), diagnoses), status=status))
+    line = html[html.index('<p class="verdict">'):]
+    line = line[:line.index("</p>")]
+    assert "status (how the run ended, as recorded):" in line and "verdict (the primary diagnosis):" in line
+    said, verdict = line.split(" · ")
+    assert status_tag in said and verdict_tag in verdict

@@ -202,7 +202,7 @@ def test_a_version_1_store_is_migrated_in_place_keeping_its_rows(db: Path) -> No
     conn.execute("INSERT INTO run_records (run_id, recorded_at, agent, started_at, ended_at, status) "
                  "VALUES ('old', now(), 'a', now(), now(), 'ok')")
     conn.close()
-    assert query(db, "SELECT run_id, status, input_tokens FROM runs") == [("old", "ok", 0)]
+    assert query(db, "SELECT run_id, status, input_tokens FROM runs") == [("old", "ok", None)]  # unknown, not 0
     conn = duckdb.connect(str(db), read_only=True)
     assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (SCHEMA_VERSION,)
     conn.close()

@@ -29,6 +29,12 @@ def _csv(tmp: Path, demo: Path) -> Path:
     return p
 
 
+def _json(tmp: Path, demo: Path) -> Path:
+    p = tmp / "package.json"  # DuckDB picks a reader by extension: this failed with a Catalog Error
+    p.write_text('{"name": "x"}\n')
+    return p
+
+
 def _empty(tmp: Path, demo: Path) -> Path:
     p = tmp / "empty.duckdb"
     p.write_bytes(b"")
@@ -66,7 +72,7 @@ def _bad_manifest(tmp: Path, demo: Path) -> Path:
 
 
 CASES: dict[str, Callable[[Path, Path], Path]] = {
-    "random-bytes": _random_bytes, "csv-text": _csv, "empty-file": _empty, "truncated-store": _truncated_store,
+    "random-bytes": _random_bytes, "csv-text": _csv, "json-file": _json, "empty-file": _empty, "truncated-store": _truncated_store,
     "plain-duckdb": _plain_duckdb, "folder-not-an-export": _folder, "export-with-a-bad-manifest": _bad_manifest,
 }
 
@@ -95,3 +101,16 @@ def test_view_names_a_missing_path(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1 and str(path) in proc.stderr
     assert not path.exists()
+
+
+@pytest.mark.parametrize("name", ["anything.json", "notes.txt", "data.parquet.dat"])
+def test_sql_names_any_file_that_is_not_a_store_whatever_its_extension(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text('{"runs": []}\n')
+    proc = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "sql", "--db", str(path), "SELECT 1"], cwd=ROOT,
+                          env=python_env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"error: {path}: not a readable looptrace store (not a DuckDB database file). "
+        "Point --db at a store written by looptrace, or move this file away; it was not changed."]
+    assert path.read_text() == '{"runs": []}\n'

@@ -19,6 +19,7 @@ from .analysing import Analyser
 from .messages import OpenChildren, OpenRun
 from .screens import HelpScreen, RunScreen, RunsScreen, SearchScreen, SqlScreen, UsageScreen
 from .screens.base import ViewerScreen
+from .widgets.scrollbars import use_whole_cell_scrollbars
 
 __all__ = ["ViewerApp", "REFRESH_SECONDS"]
 
@@ -29,6 +30,8 @@ class ViewerApp(App[None]):
     CSS_PATH = "viewer.tcss"
     TITLE = "looptrace"
     ENABLE_COMMAND_PALETTE = False
+    # Below 100 columns the stylesheet gives the run's step list more of the width (viewer.tcss).
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("colon", "sql", "SQL"),
@@ -48,6 +51,7 @@ class ViewerApp(App[None]):
         self.refresh_seconds = refresh_seconds
 
     def on_mount(self) -> None:
+        use_whole_cell_scrollbars()
         # What is alive now (imported modules, Textual's styles, the app) lives as long as the app:
         # out of the cycle collector's sight, its full collections walk only what the screens made.
         # The first one after start-up came while the first run was opening: ~50 ms, now ~10-20 ms.

@@ -65,7 +65,7 @@ async def settle(pilot: Pilot[Any], timeout: float = 30.0) -> None:
     await pilot.pause()
 
 
-async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
+async def capture(db: str | Path, outdir: str | Path, *, size: tuple[int, int] = SIZE) -> list[Path]:
     from .app import ViewerApp
     from .screens import RunsScreen
     from .widgets import RunsTable
@@ -81,7 +81,7 @@ async def capture(db: str | Path, outdir: str | Path) -> list[Path]:
         path.write_text(screen_text(pilot.app) + "\n", encoding="utf-8")
         written.append(path)
 
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await save("runs", pilot)
         screen = app.screen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -51,7 +52,10 @@ def _foreign_duckdb(path: Path) -> bool:
 def _view(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
-        print(f"error: {path}: no such store (create one with: looptrace demo --db {path})", file=sys.stderr)
+        from looptrace.tracer.cli.program import program
+
+        print(f"error: {path}: no such store (create one with: {program()} demo --db {shlex.quote(str(path))})",
+              file=sys.stderr)
         return 1
     problem = _unreadable(path)
     if problem is not None:

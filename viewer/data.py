@@ -66,8 +66,8 @@ class RunRow:
     label: str | None  # primary diagnosis
     other_labels: int
     n_steps: int
-    tokens: int
-    cost_usd: float
+    tokens: int | None  # None: unknown (an imported transcript with no usage), never shown as 0
+    cost_usd: float | None
     seconds: float | None
     children: int
 
@@ -98,9 +98,9 @@ class RunInfo:
     started_at: datetime | None
     ended_at: datetime | None
     n_steps: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
     n_llm_calls: int
     answer: str | None
     error: str | None
@@ -119,10 +119,10 @@ class TimelineStep:
     tools: tuple[str | None, ...]
     args: tuple[str | None, ...]  # each cut to 200 characters
     observation_bytes: int
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     context_tokens: int | None
-    cost_usd: float
+    cost_usd: float | None
     is_error: bool
     error_types: tuple[str, ...]
     action_key: str | None  # equal keys, equal actions (tools and arguments); None for no tool call
@@ -189,10 +189,10 @@ class StepDetail:
     more_calls: bool
     model_calls: list[ModelCall]
     more_model_calls: bool
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     context_tokens: int | None
-    cost_usd: float
+    cost_usd: float | None
     events: str | None  # JSON text
     started_at: datetime | None
     ended_at: datetime | None
@@ -242,8 +242,7 @@ def list_runs(
         total = conn.execute(RUN_COUNT_SQL).fetchone()
     rows, more = _bounded(raw, limit)
     return RunPage(
-        [RunRow(**{**r, "n_steps": r["n_steps"] or 0, "tokens": r["tokens"] or 0,
-                   "cost_usd": r["cost_usd"] or 0.0}) for r in rows],
+        [RunRow(**{**r, "n_steps": r["n_steps"] or 0}) for r in rows],
         more, int(total[0]) if total else 0,
     )
 
@@ -251,9 +250,9 @@ def list_runs(
 def _timeline_step(r: dict[str, Any]) -> TimelineStep:
     return TimelineStep(
         step=r["step"], tools=tuple(r["tools"] or ()), args=tuple(r["args"] or ()),
-        observation_bytes=int(r["observation_bytes"] or 0), input_tokens=int(r["input_tokens"] or 0),
-        output_tokens=int(r["output_tokens"] or 0), context_tokens=r["context_tokens"],
-        cost_usd=float(r["cost_usd"] or 0.0), is_error=bool(r["is_error"]),
+        observation_bytes=int(r["observation_bytes"] or 0), input_tokens=r["input_tokens"],
+        output_tokens=r["output_tokens"], context_tokens=r["context_tokens"],
+        cost_usd=r["cost_usd"], is_error=bool(r["is_error"]),
         error_types=tuple(r["error_types"] or ()), action_key=r["action_key"],
     )
 
@@ -268,9 +267,7 @@ def load_run(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> RunDe
         diagnoses = _rows(conn, DIAGNOSES_SQL, {"run_id": run_id, "limit": DIAGNOSES_LIMIT})
         children = conn.execute(CHILDREN_SQL, {"run_id": run_id}).fetchone()
     i = info[0]
-    run = RunInfo(**{**i, "n_steps": i["n_steps"] or 0, "input_tokens": i["input_tokens"] or 0,
-                     "output_tokens": i["output_tokens"] or 0, "cost_usd": i["cost_usd"] or 0.0,
-                     "n_llm_calls": i["n_llm_calls"] or 0})
+    run = RunInfo(**{**i, "n_steps": i["n_steps"] or 0, "n_llm_calls": i["n_llm_calls"] or 0})
     shown, more = _bounded(steps, limit)
     return RunDetail(
         run, [_timeline_step(r) for r in shown], more, [DiagnosisRow(**d) for d in diagnoses],
@@ -334,8 +331,8 @@ def load_step(store: Store, run_id: str, step: int, *, cap: int = TEXT_CAP) -> S
         more_calls=more_calls,
         model_calls=[ModelCall(**m) for m in llm],
         more_model_calls=more_llm,
-        input_tokens=int(first["input_tokens"] or 0), output_tokens=int(first["output_tokens"] or 0),
-        context_tokens=first["context_tokens"], cost_usd=float(first["cost_usd"] or 0.0),
+        input_tokens=first["input_tokens"], output_tokens=first["output_tokens"],
+        context_tokens=first["context_tokens"], cost_usd=first["cost_usd"],
         events=first["events"],
         started_at=first["started_at"], ended_at=first["ended_at"],
         redactions=tuple((r["field"], r["rule"], int(r["n"])) for r in redacted[:REDACTIONS_LIMIT]),

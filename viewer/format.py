@@ -6,19 +6,22 @@ import json
 from datetime import datetime
 
 __all__ = [
-    "fmt_int", "fmt_compact", "fmt_cost", "fmt_seconds", "fmt_bytes", "fmt_time", "fmt_short_time",
+    "UNKNOWN", "fmt_int", "fmt_compact", "fmt_cost", "fmt_seconds", "fmt_bytes", "fmt_time", "fmt_short_time",
     "short_args", "pretty_json", "evidence_lines",
 ]
 
 
+UNKNOWN = "-"  # a count or cost the store does not know (NULL): never shown as 0
+
+
 def fmt_int(n: int | float | None) -> str:
-    return "" if n is None else f"{int(n):,}"
+    return UNKNOWN if n is None else f"{int(n):,}"
 
 
 def fmt_compact(n: int | float | None) -> str:
     """A count in at most 6 characters: 3,142 / 186k / 1.2M."""
     if n is None:
-        return ""
+        return UNKNOWN
     if n < 10_000:
         return f"{int(n):,}"
     if n < 1_000_000:
@@ -28,7 +31,7 @@ def fmt_compact(n: int | float | None) -> str:
 
 def fmt_cost(usd: float | None) -> str:
     if usd is None:
-        return ""
+        return UNKNOWN
     return f"${usd:.4f}" if usd < 100 else f"${usd:,.0f}"
 
 

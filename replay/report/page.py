@@ -28,8 +28,25 @@ def over_step(report: RunReport) -> int | None:
     return None
 
 
+def _verdict(r: RunReport) -> str:
+    """The run's status and looptrace's verdict, each named for whose word it is.
+
+    They answer different questions: the status is how the run ended as its source recorded it (an
+    OTLP agent that looped seven times and stopped says ``ok``); the verdict is what the analyzer
+    makes of the steps. Side by side as two unlabelled badges, a green ``ok`` beside a red
+    ``stagnation`` read as a contradiction."""
+    primary = r.primary
+    verdict = primary.label if primary is not None else "not analysed"
+    verdict_class = "ok" if verdict == "ok" else "mut" if primary is None else "bad"
+    # The status is green only when the verdict agrees; otherwise it is plain: a recorded fact, not a finding.
+    status_class = "bad" if r.status != "ok" else "ok" if verdict in ("ok", "not analysed") else ""
+    return (f'<p class="verdict"><span class="mut">status (how the run ended, as recorded):</span> '
+            f'<span class="tag {status_class}">{text(r.status)}</span> · '
+            f'<span class="mut">looptrace\'s verdict (the primary diagnosis):</span> '
+            f'<span class="tag {verdict_class}">{text(verdict)}</span></p>')
+
+
 def _header(r: RunReport) -> str:
-    status_class = "ok" if r.status == "ok" else "bad"
     facts = [("agent", r.agent), ("model", r.model), ("source", r.source), ("started", when(r.started_at)),
              ("duration", seconds(r.seconds)), ("steps", number(r.n_steps)), ("model calls", number(r.n_llm_calls)),
              ("tokens", f"{number(r.input_tokens)} in, {number(r.output_tokens)} out"), ("cost", money(r.cost_usd))]
@@ -39,8 +56,7 @@ def _header(r: RunReport) -> str:
     rows = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in facts)
     extra = "".join(f"<h2>{title}</h2>{collapsible(v, len(v.encode()), kind=title)}"
                     for title, v in (("Task", r.task), ("Answer", r.answer), ("Error", r.error)) if v)
-    return (f'<header><h1>Run {text(r.run_id)} <span class="tag {status_class}">{text(r.status)}</span></h1>'
-            f"<dl>{rows}</dl></header>{extra}")
+    return f"<header><h1>Run {text(r.run_id)}</h1>{_verdict(r)}<dl>{rows}</dl></header>{extra}"
 
 
 def _diagnosis(d: Diagnosis) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
+from looptrace.tracer.cli.program import program
 from looptrace.tracer.store import Store
 
 from .data import load_index, load_report, load_rollups, resolve_run
@@ -33,7 +35,8 @@ def write_run(store: Store, run_id: str, out: Path) -> int:
         raise ReportError(f"{run_id!r} is the start of several run ids ({', '.join(found)}, ...): give more of it")
     report = load_report(store, found[0]) if found else None
     if report is None:
-        raise ReportError(f"no run {run_id!r} in the store (list them with: looptrace sql \"SELECT run_id FROM runs\")")
+        raise ReportError(f"no run {run_id!r} in the store (list them with: {program()} sql --db "
+                          f"{shlex.quote(str(store.path))} \"SELECT run_id FROM runs\")")
     return _write(out, render_run(report))
 
 

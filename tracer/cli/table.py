@@ -2,6 +2,9 @@
 
 ``looptrace sql`` prints its table with rich, which wraps a long value inside its column rather
 than cutting it: a value is cut only past ``MAX_WRAPPED`` characters, and never with ``full``.
+A result too wide for that (``SELECT * FROM runs``: 23 columns squeezed into 4-character columns,
+headings split over lines) is printed one record at a time instead, a column per line, as psql's
+expanded display and DuckDB's ``.mode line`` do: values cut to the line with ``…`` unless ``full``.
 (``format_table`` is the plain fixed-width layout other commands print their summaries with.)
 """
 
@@ -20,10 +23,11 @@ from typing import Any, TextIO
 from .plural import count
 from .terminal import visible
 
-__all__ = ["format_table", "write_rows", "cell_text", "rich_table", "MAX_WRAPPED"]
+__all__ = ["format_table", "write_rows", "cell_text", "rich_table", "fits", "vertical_lines", "MAX_WRAPPED"]
 
 MAX_CELL = 60
 MAX_WRAPPED = 500  # characters of one value in a wrapped table, unless --full
+READABLE = 10  # columns narrower than this (or than their widest value) make a table unreadable
 _PIPE_WIDTH = 160  # table width when stdout is not a terminal (COLUMNS overrides)
 
 
@@ -95,13 +99,37 @@ def _plain_lines(columns: Sequence[str], cells: list[list[str]], numeric: list[b
     return [line(heads), "─" * (sum(widths) + 3 * (len(widths) - 1)), *(line(r) for r in cells)]
 
 
+def fits(columns: Sequence[str], cells: list[list[str]], width: int) -> bool:
+    """Whether a table of ``cells`` can give every column ``READABLE`` characters (or all it needs)."""
+    need = [min(READABLE, max([len(visible(h, newlines=False))] + [len(r[i]) for r in cells]))
+            for i, h in enumerate(columns)]
+    return sum(need) + 3 * (len(need) - 1) <= width
+
+
+def vertical_lines(columns: Sequence[str], cells: list[list[str]], width: int, *, full: bool) -> list[str]:
+    """One block per row, ``column │ value`` a line; a value is cut to the line unless ``full``."""
+    heads = [visible(c, newlines=False) for c in columns]
+    key = max(len(h) for h in heads)
+    room = max(8, width - key - 3)
+    out: list[str] = []
+    for n, row in enumerate(cells, 1):
+        title = f"─[ row {n} ]"
+        out.append(title + "─" * max(0, min(width, key + 3 + room) - len(title)))
+        out.extend(f"{h.ljust(key)} │ {v if full else _clip(v, room)}".rstrip() for h, v in zip(heads, row))
+    return out
+
+
 def _print_table(out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, full: bool) -> None:
     tty = out.isatty() if hasattr(out, "isatty") else False
     width = shutil.get_terminal_size((_PIPE_WIDTH, 24)).columns if tty else int(
         os.environ.get("COLUMNS") or _PIPE_WIDTH)
     cells = [[c if full else _clip(c, MAX_WRAPPED) for c in map(cell_text, row)] for row in rows]
     lines = _plain_lines(columns, cells, [_numeric(rows, i) for i in range(len(columns))], width) if columns else None
-    if lines is not None:
+    if lines is None and columns and not fits(columns, cells, width):
+        lines = vertical_lines(columns, cells, width, full=full)
+        if not full and any(len(v) > max(8, width - max(map(len, columns)) - 3) for r in cells for v in r):
+            lines.append("(values cut to the width: --full shows them whole)")
+    elif lines is not None:
         if tty:
             lines[0] = f"\x1b[1m{lines[0]}\x1b[0m"  # bold, as rich prints the header
     else:

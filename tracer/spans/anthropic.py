@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ class _Implicit:
     hashes: list[str]
     digest: ConversationDigest  # hashes this run's requests incrementally
     step: Step | None = None
-    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)  # tool_use_id -> (name, input)
+    pending: list[tuple[str, str, Any]] = field(default_factory=list)  # (tool_use_id, name, input), in order
     pending_since: int = 0
     declared: frozenset[str] | None = None  # the tools the last request declared; None: it sent none
 
@@ -113,17 +113,18 @@ class AnthropicInstrumentor:
                 found.hashes, seen = hashes, len(found.hashes)
         # The pending calls' results are in the messages this request adds: reading only those keeps
         # the agent's thread from walking the whole conversation on every call.
-        results = conv.tool_results(messages[seen:]) if found.pending else {}
         if found.step is not None and found.pending:
-            for index, (use_id, (name, args)) in enumerate(found.pending.items()):
-                text, is_error = results.get(use_id, ("", False))
-                call = found.step.tool_call(name, args, call_id=use_id, call_index=index,
+            paired = pair_results([use_id for use_id, _, _ in found.pending], messages[seen:])
+            for index, ((name, args), (use_id, text, is_error)) in enumerate(
+                zip(((n, a) for _, n, a in found.pending), paired)
+            ):
+                call = found.step.tool_call(name, args, call_id=use_id or None, call_index=index,
                                             start_time=found.pending_since)
                 # A tool the request did not declare is the model's invention, whatever the loop answered.
                 unknown = found.declared is not None and name not in found.declared
                 error_type = TOOL_NOT_FOUND if unknown else "tool_error" if is_error else None
                 call.result(text, is_error=is_error or unknown, error_type=error_type)
-            found.pending = {}
+            found.pending = []
         found.declared = _declared(request)
         return found
 
@@ -166,7 +167,7 @@ class AnthropicInstrumentor:
         if text:
             implicit.step.thought(text)
         uses = conv.tool_uses(msg) if msg else []
-        implicit.pending = {str(u.get("id")): (str(u.get("name")), u.get("input")) for u in uses}
+        implicit.pending = [(str(u.get("id") or ""), str(u.get("name")), u.get("input")) for u in uses]
         implicit.pending_since = time.time_ns()
         implicit.step.end()
         if error is not None or not uses:
@@ -216,6 +217,32 @@ class AnthropicInstrumentor:
             return _RecordingStreamManager(original(resource, *args, **kwargs), self, dict(kwargs))
 
         return stream
+
+
+def pair_results(use_ids: list[str], messages: list[Any]) -> list[tuple[str, str, bool]]:
+    """``(id, observation, is_error)`` for each pending call, from the ``tool_result`` blocks in ``messages``.
+
+    By ``tool_use_id`` first; a call with no id (or an id no result names) takes the result at its
+    position within the turn when that result is not claimed by another call's id. Servers and proxies
+    that send empty ids exist (looptrace's own scripted server did), and joining by id alone then
+    loses every observation. The id is the call's own, else the result's.
+    """
+    found: list[tuple[str, str, bool]] = []
+    for message in messages:
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            found += [(str(b.get("tool_use_id") or ""), conv.result_text(b.get("content")), bool(b.get("is_error")))
+                      for b in conv.blocks(message.get("content")) if b.get("type") == "tool_result"]
+    by_id = {r[0]: r for r in found if r[0]}
+    claimed = {i for i in use_ids if i in by_id}
+    out = []
+    for position, use_id in enumerate(use_ids):
+        if use_id in by_id:
+            out.append(by_id[use_id])
+        elif position < len(found) and found[position][0] not in claimed:
+            out.append((use_id or found[position][0], found[position][1], found[position][2]))
+        else:
+            out.append((use_id, "", False))
+    return out
 
 
 class _nullcontext:

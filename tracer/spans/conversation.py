@@ -12,7 +12,7 @@ from typing import Any
 
 from ..records.text import to_json
 
-__all__ = ["blocks", "response_text", "tool_uses", "tool_results", "first_user_text", "extends"]
+__all__ = ["blocks", "response_text", "tool_uses", "result_text", "first_user_text", "extends"]
 
 
 def blocks(content: Any) -> list[Mapping[str, Any]]:
@@ -35,25 +35,13 @@ def tool_uses(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [b for b in blocks(message.get("content")) if b.get("type") == "tool_use"]
 
 
-def _result_text(content: Any) -> str:
+def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts = blocks(content)
     if all(p.get("type") == "text" for p in parts):
         return "\n".join(p.get("text", "") for p in parts)
     return to_json(parts)
-
-
-def tool_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, bool]]:
-    """``tool_use_id -> (observation text, is_error)`` from the user turns in ``messages``."""
-    out: dict[str, tuple[str, bool]] = {}
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        for block in blocks(message.get("content")):
-            if block.get("type") == "tool_result" and block.get("tool_use_id"):
-                out[str(block["tool_use_id"])] = (_result_text(block.get("content")), bool(block.get("is_error")))
-    return out
 
 
 def first_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:

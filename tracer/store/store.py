@@ -41,8 +41,26 @@ def is_lock_error(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
 
 
+def _not_duckdb(path: Path) -> bool:
+    """A non-empty file without DuckDB's magic bytes (``DUCK`` at offset 8): JSON, text, anything.
+
+    Why look: DuckDB picks a reader by extension, so ``x.json`` fails with "Cannot launch in-memory
+    database in read-only mode" where ``x.dat`` fails with "not a valid DuckDB database"."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(12)
+    except OSError:
+        return False
+    return len(head) > 0 and head[8:12] != b"DUCK"
+
+
 def _describe_open_error(path: Path, exc: BaseException) -> StoreError:
     text = str(exc)
+    if _not_duckdb(path):
+        return StoreError(
+            f"{path}: not a readable looptrace store (not a DuckDB database file). "
+            "Point --db at a store written by looptrace, or move this file away; it was not changed."
+        )
     if ("not a valid DuckDB" in text or "Invalid Input Error" in text or "Serialization" in text
             or "extension" in text.lower()):
         return StoreError(

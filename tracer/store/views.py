@@ -11,6 +11,7 @@ __all__ = ["VIEWS", "VIEW_NAMES"]
 
 # A run writes one record when it starts and one when it ends; the latest complete record wins.
 # A run with no end record never finished (still running, or its process died): `incomplete`.
+# Tokens and cost nobody recorded stay NULL (unknown is not 0: an imported transcript without usage).
 # An imported run is one record with its status but, when the file kept no times, no ended_at:
 # its status stands (start records carry no status).
 RUNS = """
@@ -47,9 +48,9 @@ SELECT
     coalesce(f.started_at, l.started_at) AS started_at,
     l.ended_at,
     coalesce(s.n_steps, 0) AS n_steps,
-    coalesce(m.input_tokens, l.input_tokens, s.input_tokens, 0) AS input_tokens,
-    coalesce(m.output_tokens, l.output_tokens, s.output_tokens, 0) AS output_tokens,
-    coalesce(m.cost_usd, l.cost_usd, s.cost_usd, 0.0) AS cost_usd,
+    coalesce(m.input_tokens, l.input_tokens, s.input_tokens) AS input_tokens,
+    coalesce(m.output_tokens, l.output_tokens, s.output_tokens) AS output_tokens,
+    coalesce(m.cost_usd, l.cost_usd, s.cost_usd) AS cost_usd,
     coalesce(m.n_llm_calls, 0) AS n_llm_calls,
     l.answer,
     l.error,
@@ -66,7 +67,8 @@ LEFT JOIN llm_totals m USING (run_id)
 """
 
 # One row per tool call. A step whose model call asked for no tool (a final answer) has one row
-# with tool NULL. Step-level tokens and cost sit on call_index 0 only, so SUM() over steps is right.
+# with tool NULL. Step-level tokens and cost sit on call_index 0 only, so SUM() over steps is right;
+# unknown ones (an importer whose file kept no usage) stay NULL on every row, so SUM() is NULL too.
 # The full outer join keeps tool calls whose step span was never exported (a killed process).
 STEPS = """
 CREATE OR REPLACE VIEW steps AS
@@ -85,10 +87,11 @@ SELECT
     t.error_type,
     t.tool_call_id,
     t.action_key,
-    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.input_tokens, 0) ELSE 0 END AS input_tokens,
-    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.output_tokens, 0) ELSE 0 END AS output_tokens,
+    CASE WHEN coalesce(t.call_index, 0) = 0 OR s.input_tokens IS NULL THEN s.input_tokens ELSE 0 END AS input_tokens,
+    CASE WHEN coalesce(t.call_index, 0) = 0 OR s.output_tokens IS NULL THEN s.output_tokens ELSE 0 END
+        AS output_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.context_tokens END AS context_tokens,
-    CASE WHEN coalesce(t.call_index, 0) = 0 THEN coalesce(s.cost_usd, 0.0) ELSE 0.0 END AS cost_usd,
+    CASE WHEN coalesce(t.call_index, 0) = 0 OR s.cost_usd IS NULL THEN s.cost_usd ELSE 0.0 END AS cost_usd,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.events END AS events
 FROM step_records s
 FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
@@ -121,7 +124,7 @@ LEFT JOIN sdk ON sdk.parent_span_id = l.call_id
 """
 
 # Roll-ups: where the tokens and the money went. `run_usage` is one row per run with its totals
-# taken the way `runs` takes them, but without the final coalesce to 0: a run whose model has no
+# taken the way `runs` takes them (NULL when unknown, never 0): a run whose model has no
 # price keeps a NULL cost, so a roll-up tells "unknown" (NULL, counted in `unpriced_runs`) from
 # "free" (0). sum() skips NULLs and is NULL when every value is: a group with no priced run has a
 # NULL cost, never 0.

@@ -38,11 +38,12 @@ class ReplayScreen(ViewerScreen):
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next", "Next"),
-        Binding("p", "previous", "Previous"),
-        Binding("f", "first_error", "First error"),
-        Binding("r", "first_repeat", "First repeat"),
-        Binding("d", "divergence", "Divergence"),
-        Binding("x", "side_by_side", "Side by side"),
+        # Short words: every key of this screen fits in the footer at 80 columns (HELP spells them out).
+        Binding("p", "previous", "Prev"),
+        Binding("f", "first_error", "Error"),
+        Binding("r", "first_repeat", "Repeat"),
+        Binding("d", "divergence", "Diff"),
+        Binding("x", "side_by_side", "Side"),
         Binding("escape", "back", "Back"),
     ]
 

@@ -26,15 +26,16 @@ from .base import ViewerScreen
 
 __all__ = ["SqlScreen", "EXAMPLES"]
 
+# The names are the F-keys' labels in the footer: short, so that every key fits at 80 columns.
 EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("runs by status", "SELECT status, count(*) AS runs, sum(n_steps) AS steps,\n"
+    ("by status", "SELECT status, count(*) AS runs, sum(n_steps) AS steps,\n"
                        "       round(sum(cost_usd), 4) AS cost_usd\n"
                        "FROM runs GROUP BY status ORDER BY runs DESC, status"),
-    ("failed tool calls", "SELECT run_id, step, tool, error_type, left(observation, 80) AS observation\n"
+    ("failed calls", "SELECT run_id, step, tool, error_type, left(observation, 80) AS observation\n"
                           "FROM steps WHERE is_error ORDER BY run_id, step"),
     ("diagnoses", "SELECT r.agent, d.label, d.first_step, d.last_step, d.explanation\n"
                   "FROM diagnoses d JOIN runs r USING (run_id) WHERE d.is_primary ORDER BY d.label"),
-    ("biggest contexts", "SELECT run_id, step, context_tokens, observation_bytes\n"
+    ("contexts", "SELECT run_id, step, context_tokens, observation_bytes\n"
                          "FROM steps WHERE context_tokens IS NOT NULL ORDER BY context_tokens DESC LIMIT 20"),
 )
 

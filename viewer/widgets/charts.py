@@ -1,18 +1,54 @@
-"""Context size and cost across a run's steps, as two sparklines with their peaks spelled out."""
+"""Context size and cost across a run's steps, as two sparklines with their peaks spelled out.
+
+Why not Textual's ``Sparkline``: it scales bars from the lowest value to the highest, so 47 tokens
+beside 94 draws the 47 as an empty bar and two nearly equal steps look like a cliff; and it stretches
+a short run's few values over the whole width, which reads as stray blocks. ``spark`` scales from 0,
+as the HTML report's chart does, with up to three columns per step (steps share a column, by their
+maximum, only when there are more steps than columns).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
 
 from ..data import TimelineStep
 from ..format import fmt_cost, fmt_int
 
-__all__ = ["RunCharts", "chart_captions"]
+__all__ = ["RunCharts", "Spark", "chart_captions", "spark"]
+
+STEP_COLUMNS = 3  # the most columns one step's bar takes
+BARS = "▁▂▃▄▅▆▇█"  # the lowest is the baseline: 0 (and anything under 1/16 of the top)
+
+
+def spark(values: Sequence[float | None], width: int) -> str:
+    """A bar per value, up to ``STEP_COLUMNS`` wide (the maximum of each group when there are more
+    values than ``width``),
+    scaled from 0 to the largest value; an unknown value (None) is a space."""
+    if width <= 0 or not values:
+        return ""
+    if len(values) > width:
+        groups = [values[i * len(values) // width:(i + 1) * len(values) // width] for i in range(width)]
+        values = [max((v for v in g if v is not None), default=None) for g in groups]
+    top = max((v for v in values if v is not None), default=0) or 1
+    per = max(1, min(STEP_COLUMNS, width // len(values)))  # a short run's bars, a little wider
+    return "".join((" " if v is None else BARS[round(max(v, 0) / top * (len(BARS) - 1))]) * per for v in values)
+
+
+class Spark(Widget):
+    """A one-line sparkline from 0 (``spark``), as wide as the widget."""
+
+    DEFAULT_CSS = "Spark { height: 1; color: $primary; }"
+    data: reactive[tuple[float | None, ...]] = reactive(())
+
+    def render(self) -> RenderResult:
+        return Text(spark(self.data, self.size.width), no_wrap=True, overflow="crop")
 
 
 def chart_captions(steps: Sequence[TimelineStep]) -> tuple[str, str]:
@@ -22,7 +58,7 @@ def chart_captions(steps: Sequence[TimelineStep]) -> tuple[str, str]:
         ctx = f"context tokens per step: peak {fmt_int(peak)} at step {at}, last {fmt_int(context[-1][0])}"
     else:
         ctx = "context tokens per step: none recorded"
-    costs = [(s.cost_usd, s.step) for s in steps]
+    costs = [(s.cost_usd, s.step) for s in steps if s.cost_usd is not None]
     if costs and max(costs)[0] > 0:
         peak_cost, at = max(costs)
         total = fmt_cost(sum(c for c, _ in costs))
@@ -35,13 +71,13 @@ def chart_captions(steps: Sequence[TimelineStep]) -> tuple[str, str]:
 class RunCharts(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="context-caption", classes="caption")
-        yield Sparkline([], id="context-chart")
+        yield Spark(id="context-chart")
         yield Static(id="cost-caption", classes="caption")
-        yield Sparkline([], id="cost-chart")
+        yield Spark(id="cost-chart")
 
     def show(self, steps: Sequence[TimelineStep]) -> None:
         ctx, cost = chart_captions(steps)
         self.query_one("#context-caption", Static).update(Text(ctx))
         self.query_one("#cost-caption", Static).update(Text(cost))
-        self.query_one("#context-chart", Sparkline).data = [float(s.context_tokens or 0) for s in steps]
-        self.query_one("#cost-chart", Sparkline).data = [s.cost_usd for s in steps]
+        self.query_one("#context-chart", Spark).data = tuple(s.context_tokens for s in steps)
+        self.query_one("#cost-chart", Spark).data = tuple(s.cost_usd for s in steps)

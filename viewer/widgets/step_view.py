@@ -23,8 +23,12 @@ __all__ = ["StepView", "step_text", "DISPLAY_BUDGET"]
 DISPLAY_BUDGET = 4 * TEXT_CAP  # characters of observations shown for one step, all calls together
 
 
-def _heading(title: str) -> Text:
-    return Text(f"\n── {title} ", style="bold cyan").append("─" * max(0, 60 - len(title)), style="dim cyan")
+RULE = 64  # a heading's full width when the view's width is not known yet
+
+
+def _heading(title: str, width: int = RULE) -> Text:
+    # The rule stops short of the view's width: a heading that wraps reads as two broken dividers.
+    return Text(f"\n── {title} ", style="bold cyan").append("─" * max(0, width - len(title) - 4), style="dim cyan")
 
 
 def _cut_notice(hidden: int) -> Text:
@@ -43,11 +47,11 @@ def _field(value: str | None, total_bytes: int, budget: int | None = None) -> Te
     return text
 
 
-def _call(c: ToolCallDetail, budget: int) -> Text:
+def _call(c: ToolCallDetail, budget: int, width: int) -> Text:
     # The tool name is trace text: escaped like the rest (an OSC title sequence here set the terminal's title).
     title = (f"call {c.call_index}: {safe_plain(c.tool, newlines=False, width=80)}" if c.tool is not None
              else "no tool call (final answer)")
-    text = _heading(title)
+    text = _heading(title, width)
     if c.tool_call_id:
         text.append("\nid ", style="dim").append_text(safe(c.tool_call_id, newlines=False))
     if c.is_error:
@@ -80,7 +84,8 @@ def _model_call(m: ModelCall) -> Text:
     return text
 
 
-def step_text(d: StepDetail) -> Text:
+def step_text(d: StepDetail, width: int = RULE) -> Text:
+    """The step as one text; ``width`` is the columns it is shown in (headings fit in it)."""
     text = Text(f"step {d.step}", style="bold")
     text.append(
         f"  {fmt_time(d.started_at)} · tokens {fmt_int(d.input_tokens)} in / {fmt_int(d.output_tokens)} out"
@@ -88,15 +93,15 @@ def step_text(d: StepDetail) -> Text:
     )
     if d.hidden_bytes:
         text.append_text(_cut_notice(d.hidden_bytes))
-    text.append_text(_heading("thought"))
+    text.append_text(_heading("thought", width))
     text.append_text(_field(d.thought, d.thought_bytes) if d.thought else Text("\n(none)", style="dim"))
     budget = DISPLAY_BUDGET
     for c in d.calls:
-        text.append_text(_call(c, max(0, budget)))
+        text.append_text(_call(c, max(0, budget), width))
         budget -= len(c.observation or "")
     if d.more_calls:
         text.append(f"\n… more than {len(d.calls)} tool calls: the rest are in the pager (o)", style="yellow")
-    text.append_text(_heading("model call"))
+    text.append_text(_heading("model call", width))
     if not d.model_calls:
         text.append("\n(none recorded)", style="dim")
     for m in d.model_calls:
@@ -104,17 +109,29 @@ def step_text(d: StepDetail) -> Text:
     if d.more_model_calls:
         text.append(f"\n… more than {len(d.model_calls)} model calls", style="yellow")
     if d.events and d.events not in ("[]", "null"):
-        text.append_text(_heading("events"))
+        text.append_text(_heading("events", width))
         text.append("\n").append_text(safe(pretty_json(d.events)))
     text.append_text(redactions_text(d.redactions, d.more_redactions))
     return text
 
 
 class StepView(VerticalScroll):
+    _detail: StepDetail | None = None
+
     def compose(self) -> ComposeResult:
         yield Static(Text("loading…", style="dim"), id="step-text")
 
+    def _width(self) -> int:
+        # The room the text has: the view less its padding and a vertical scrollbar, kept to RULE.
+        width = self.scrollable_content_region.width - self.styles.scrollbar_size_vertical
+        return min(RULE, width) if width > 8 else RULE
+
     def show(self, detail: StepDetail | None, missing: str = "no such step") -> None:
-        body = step_text(detail) if detail is not None else Text(missing, style="dim")
+        self._detail = detail
+        body = step_text(detail, self._width()) if detail is not None else Text(missing, style="dim")
         self.query_one("#step-text", Static).update(body)
         self.scroll_home(animate=False)
+
+    def on_resize(self) -> None:
+        if self._detail is not None:
+            self.query_one("#step-text", Static).update(step_text(self._detail, self._width()))

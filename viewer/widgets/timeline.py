@@ -35,6 +35,11 @@ def _tools(s: TimelineStep) -> str:
     return ", ".join(named)
 
 
+def _tokens(s: TimelineStep) -> int | None:
+    known = [n for n in (s.input_tokens, s.output_tokens) if n is not None]
+    return sum(known) if known else None
+
+
 def _marked(s: TimelineStep, diagnosed: tuple[int, int] | None) -> bool:
     return diagnosed is not None and diagnosed[0] <= s.step <= diagnosed[1]
 
@@ -51,7 +56,7 @@ def step_texts(s: TimelineStep, marked: bool) -> tuple[str, ...]:
     return (
         f"{s.step}", "◆" if marked else " ", "✗" if s.is_error else " ",
         safe_plain(_tools(s), newlines=False, width=24), safe_plain(args, newlines=False, width=30),
-        fmt_bytes(s.observation_bytes), fmt_int(s.input_tokens + s.output_tokens), fmt_int(s.context_tokens),
+        fmt_bytes(s.observation_bytes), fmt_int(_tokens(s)), fmt_int(s.context_tokens),
         fmt_cost(s.cost_usd), safe_plain(error, newlines=False, width=32),
     )
 
@@ -72,7 +77,7 @@ COMPACT = 5  # columns kept beside a step view: step, marks, tool, args
 
 
 class Timeline(LazyTable):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open step")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
 
     def __init__(self, *, compact: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)

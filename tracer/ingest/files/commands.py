@@ -80,6 +80,8 @@ def _import(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     progress.close()
+    if report.interrupted:
+        return _interrupted(args.db, report)
     for path, reason in report.skipped:
         print(f"skipped {path}: {reason}")
     formats = ", ".join(f"{name} {n}" for name, n in sorted(report.by_format.items(), key=lambda kv: -kv[1]))
@@ -98,6 +100,19 @@ def _import(args: argparse.Namespace) -> int:
     if not report.ok:
         print("error: nothing could be imported", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def _interrupted(db: str, report: ImportReport) -> int:
+    """After Ctrl-C: what was kept, diagnosed like any import, and how to finish."""
+    print(f"interrupted after {report.files_done} of {report.files_seen} files: kept {report.runs_imported} new runs "
+          f"({report.steps_imported} steps; {report.runs_present} were already present, "
+          f"{len(report.skipped)} files skipped). Run the same command again to import the rest: "
+          "what is already stored is recognised and not added twice.", file=sys.stderr, flush=True)
+    if report.runs_imported:
+        from ...on_stored import notify_stored
+
+        notify_stored(db, out=sys.stdout)
+    return 130
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -45,6 +45,8 @@ class ImportReport:
     runs_without_steps: int = 0  # imported, but nothing in them maps to a step: warned about, never silent
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     by_format: dict[str, int] = field(default_factory=dict)  # runs found per format, imported or present
+    files_done: int = 0  # files read to the end (all of them, unless interrupted)
+    interrupted: bool = False  # Ctrl-C: what was read before it is stored, the rest was not read
 
     @property
     def ok(self) -> bool:
@@ -248,16 +250,26 @@ def import_paths(
     files, missing = collect_files(paths)
     report = ImportReport(files_seen=len(files), skipped=list(missing))
     writer = _Writer(store, report, sink or Sink(store.path))
-    for done, path in enumerate(files, 1):
-        parsed = _parse(path)
-        if isinstance(parsed, str):
-            report.skipped.append((str(path), parsed))
-        elif isinstance(found := parsed[1], otlp_json.OtlpFile):
-            writer.add_spans(path, found, parsed[0])
-        else:
-            _add_runs(writer, path, parsed[0], found)
-        if progress is not None and done < len(files):
-            progress(done, len(files), report)
+    try:
+        for done, path in enumerate(files, 1):
+            parsed = _parse(path)
+            if isinstance(parsed, str):
+                report.skipped.append((str(path), parsed))
+            elif isinstance(found := parsed[1], otlp_json.OtlpFile):
+                writer.add_spans(path, found, parsed[0])
+            else:
+                _add_runs(writer, path, parsed[0], found)
+            report.files_done = done
+            if progress is not None and done < len(files):
+                progress(done, len(files), report)
+    except KeyboardInterrupt:
+        # Ctrl-C: the files read so far are written (their batch is in memory, a moment's work) and
+        # counted, so the caller can say what was kept; a second Ctrl-C stops that too.
+        report.interrupted = True
+        finished = set(files[:report.files_done])  # a file cut short is read again by the next import
+        writer.batch = [(p, runs) for p, runs in writer.batch if p in finished]
+        writer.flush()
+        return report
     writer.flush()
     if progress is not None and files:
         progress(len(files), len(files), report)  # the last call sees the final counts

@@ -31,7 +31,13 @@ class Noting(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
+        # The exporter gives up after 6 tries (about 31 s of backoff); a receiver killed again and again
+        # on a loaded machine can be down for most of that. Try the batch again, as a Collector's
+        # sending queue would: a batch counts as acknowledged only once a receiver answered it.
+        for _ in range(4):
+            result = self.inner.export(spans)
+            if result is SpanExportResult.SUCCESS:
+                break
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.acked.extend(f"{s.context.span_id:016x}" for s in spans if s.context)

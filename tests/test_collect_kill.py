@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import PYTHON, ROOT, python_env, query
 
-TRACES, STEPS, PAUSE = 4, 6, 0.25
+TRACES, STEPS, PAUSE = 4, 6, 0.75
 SENDERS = [("http", "h1"), ("http", "h2"), ("grpc", "g1"), ("grpc", "g2")]
 KILLS = 6
 
@@ -62,7 +62,7 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     kills = taken_back = 0
     try:
         while kills < KILLS and any(s.poll() is None for s in senders):
-            time.sleep(rng.uniform(0.3, 1.5))
+            time.sleep(rng.uniform(1.0, 3.0))  # up long enough between kills for the exporters to get through
             collect.kill()  # SIGKILL: no handler, no flush
             collect.wait(timeout=30)
             kills += 1
@@ -79,7 +79,8 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     for (protocol, tag), (stdout, stderr), s in zip(SENDERS, outputs, senders):
         assert s.returncode == 0, stderr[-2000:]
         lines = stdout.split("\n")
-        assert f"failed 0" in lines, (tag, stderr[-2000:])  # the exporters' retries got every batch in
+        assert "failed 0" in lines, (tag, [x for x in lines if x.startswith("failed")],
+                                     [x for x in stderr.split("\n") if "Transient" not in x][-20:])  # the exporters' retries got every batch in
         acked += [line.split()[1] for line in lines if line.startswith("acked ")]
     spans_per_trace = 1 + 2 * STEPS
     n = len(SENDERS) * TRACES

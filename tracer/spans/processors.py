@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from ..records import conventions as c
 from .exporter import DuckDBSpanExporter
-from .forking import at_fork
+from .forking import around_fork_threads, at_fork, signals_to_main_thread
 from ..records.spans import run_start_row
 
 __all__ = ["BackpressureSpanProcessor", "RunStartProcessor", "EXPORT_BATCH"]
@@ -51,12 +51,14 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         schedule_delay_millis: float = 500,
         max_wait_seconds: float = 10.0,
     ) -> None:
-        super().__init__(
+        # The SDK's worker thread (started here, and again in each forked child) leaves SIGTERM and
+        # SIGINT to the main thread: see ``forking.signals_to_main_thread``.
+        around_fork_threads(lambda: super(BackpressureSpanProcessor, self).__init__(
             exporter,
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
             schedule_delay_millis=schedule_delay_millis,
-        )
+        ))
         self._exporter = exporter
         self._high_water = max_queue_size - max_export_batch_size
         self._max_wait = max_wait_seconds
@@ -136,7 +138,8 @@ class RunStartProcessor(SpanProcessor):
             self._queue.append(row)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="looptrace-run-starts", daemon=True)
-                self._thread.start()
+                with signals_to_main_thread():
+                    self._thread.start()
             self._cond.notify()
 
     def _work(self) -> None:

@@ -59,3 +59,15 @@ def test_a_transcript_without_usage_keeps_null_tokens_and_cost(tmp_path: Path, d
 
     asyncio.run(main())
 
+
+
+def test_the_report_says_unknown_rather_than_zero(tmp_path: Path, db: Path) -> None:
+    from looptrace.replay.report import write_run
+
+    (tmp_path / "chat.json").write_text(json.dumps(TRANSCRIPT))
+    import_paths(Store(db), [tmp_path / "chat.json"])
+    [(run_id,)] = query(db, "SELECT run_id FROM runs")
+    write_run(Store(db), run_id, tmp_path / "run.html")
+    html = (tmp_path / "run.html").read_text()
+    assert "<dt>tokens</dt><dd>— in, — out</dd><dt>cost</dt><dd>unknown</dd>" in html
+    assert "$0.0000" not in html and "· 0 in / 0 out" not in html

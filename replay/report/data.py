@@ -57,10 +57,10 @@ class Step:
     thought: str | None
     thought_bytes: int
     calls: tuple[Call, ...]
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     context_tokens: int | None
-    cost_usd: float
+    cost_usd: float | None
     started_at: datetime | None
     ended_at: datetime | None
 
@@ -129,9 +129,9 @@ class RunReport:
     seconds: float | None
     n_steps: int
     n_llm_calls: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: int | None  # None: unknown (an import with no usage), shown as such, never as 0
+    output_tokens: int | None
+    cost_usd: float | None
     answer: str | None
     error: str | None
     diagnoses: tuple[Diagnosis, ...]
@@ -176,6 +176,12 @@ def _rows(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> 
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
+def _known_sum(values: Any) -> Any:
+    """The sum of the known values; None (unknown, as the views keep it) when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _evidence(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text) if text else {}
@@ -198,9 +204,9 @@ def _steps(rows: list[dict[str, Any]]) -> list[Step]:
                      int(c["observation_bytes"] or 0), bool(c["is_error"]), c["error_type"])
                 for c in calls if c["tool"] is not None or c["observation"] is not None
             ),
-            input_tokens=sum(int(c["input_tokens"] or 0) for c in calls),
-            output_tokens=sum(int(c["output_tokens"] or 0) for c in calls),
-            context_tokens=first["context_tokens"], cost_usd=sum(float(c["cost_usd"] or 0.0) for c in calls),
+            input_tokens=_known_sum(c["input_tokens"] for c in calls),
+            output_tokens=_known_sum(c["output_tokens"] for c in calls),
+            context_tokens=first["context_tokens"], cost_usd=_known_sum(c["cost_usd"] for c in calls),
             started_at=first["started_at"], ended_at=max((c["ended_at"] for c in calls if c["ended_at"]), default=None),
         ))
     return steps
@@ -256,8 +262,8 @@ def load_report(store: Store, run_id: str, *, limit: int = STEP_LIMIT) -> RunRep
         source=r["source"], parent_run_id=r["parent_run_id"], replay_of=r["replay_of"],
         forked_from=r["forked_from"], started_at=r["started_at"], ended_at=r["ended_at"], seconds=r["seconds"],
         n_steps=int(r["n_steps"] or 0), n_llm_calls=int(r["n_llm_calls"] or 0),
-        input_tokens=int(r["input_tokens"] or 0), output_tokens=int(r["output_tokens"] or 0),
-        cost_usd=float(r["cost_usd"] or 0.0), answer=r["answer"], error=r["error"],
+        input_tokens=r["input_tokens"], output_tokens=r["output_tokens"],
+        cost_usd=r["cost_usd"], answer=r["answer"], error=r["error"],
         diagnoses=found_diagnoses, steps=tuple(steps[:limit]), more_steps=len(steps) > limit,
         manifest=manifest, window=declared or window_for(r["model"]),
         text_cap=cap,

@@ -78,6 +78,24 @@ def test_messages_changed_in_place_are_hashed_again(change: Any) -> None:
     assert _got(digest, request) == _expected(request)
 
 
+def test_a_sliding_window_reuses_its_messages_and_hashes_as_whole() -> None:
+    """An agent that keeps the last few messages resends the same objects at other places: each is
+    reused only while it still equals what was hashed, so one changed in place is hashed again."""
+    digest = ConversationDigest()
+    history = _conversation(12)
+    for step in range(8):
+        window = history[step * 2:step * 2 + 9]
+        request = _request(window)
+        assert _got(digest, request) == _expected(request)
+        reused = {id(m) for m in digest._messages}  # noqa: SLF001 - the reuse is what is tested
+        if step:
+            # Both windows hold 7 messages; the 2 changed below are serialised again, the other 5 are not.
+            assert len(reused & before) == 5
+        before = reused
+        window[-1]["content"][0]["content"] = f"changed {step}"  # in place: seen again next time
+        history[step * 2 + 3]["role"] = "user"  # was "assistant"
+
+
 @pytest.mark.parametrize("request_", [
     _request(tuple(_conversation(2))),
     _request(_conversation(2), max_tokens=77, temperature=0.2, metadata={"user_id": "u"}),

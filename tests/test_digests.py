@@ -133,3 +133,19 @@ def test_request_log_records_the_same_deltas_and_hashes() -> None:
     assert second.append == _turn(1) and second.system is None and first.system == SYSTEM
     assert second.request_sha == content_sha(_request(messages + _turn(1)))
     assert first.system_sha == content_sha(SYSTEM) and second.tools_sha == content_sha(copy.deepcopy(TOOLS))
+
+
+def test_redacted_identity_follows_changed_parameters() -> None:
+    """The parameters are redacted once while they stay equal; a change (here a secret added to the
+    system prompt, then a new limit) must give the identity of the whole request redacted anew."""
+    from looptrace.tracer.sink import Redactor
+
+    redactor = Redactor(env={})
+    log = RequestLog(redact=redactor.value)
+    messages = _conversation(1)
+    for i, request in enumerate((_request(messages), _request(messages + _turn(1)),
+                                 _request(messages + _turn(1), system="key sk-ant-abcdefghijklmnop"),
+                                 _request(messages + _turn(2), system="key sk-ant-abcdefghijklmnop", max_tokens=7))):
+        encoded = log.encode(request, f"c{i}")
+        assert encoded.request_sha == content_sha(redactor.value(copy.deepcopy(request)))
+    assert "sk-ant-abcdefghijklmnop" not in repr(redactor.value(_request([], system="sk-ant-abcdefghijklmnop")))

@@ -70,6 +70,17 @@ class RequestLog:
         self._params: tuple[dict[str, Any], dict[str, Any]] | None = None  # (last raw, redacted) of the rest
         self._lock = Lock()
 
+    def prefix_len(self, messages: list[Any]) -> int:
+        """How many leading ``messages`` equal those of the last request encoded or hashed."""
+        with self._lock:
+            return self._raw.prefix_len(messages)
+
+    def message_shas(self, messages: list[Any]) -> list[str]:
+        """The raw messages' hashes, from the same digest ``encode`` uses: a caller that needs them
+        first (the instrumentor, to find a call's run) leaves ``encode`` nothing to hash again."""
+        with self._lock:
+            return self._raw.message_shas(messages)
+
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
         with self._lock:

@@ -57,3 +57,18 @@ def test_random_texts_agree() -> None:
         text += rng.choice(TELLS) if rng.random() < 0.5 else ""
         text += "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 4)))
         assert fast.present(text) == plain.present(text), text
+
+
+def test_a_text_redacted_again_gives_the_same_text_and_hits_at_its_own_path() -> None:
+    """Redacted texts are remembered (a resent history comes through the sink again and again): the
+    second time must replace the same secrets and count them under the second path."""
+    text = "log line\nexport DB_PASSWORD=hunter2hunter2\nAuthorization: Bearer abcdefgh12345678\n" * 2
+    fresh, memo = Redactor(env={}), Redactor(env={})
+    first: dict[tuple[str, str], int] = {}
+    second: dict[tuple[str, str], int] = {}
+    out = memo.text(text, first, "a")
+    again = memo.text(text, second, "b")
+    expected: dict[tuple[str, str], int] = {}
+    assert again == out == fresh.text(text, expected, "a")
+    assert "hunter2hunter2" not in again and "abcdefgh12345678" not in again
+    assert first == expected and first and second == {("b", rule): n for (_, rule), n in first.items()}

@@ -38,6 +38,10 @@ Hits = dict[tuple[str, str], int]  # (field path, rule) -> how many values it re
 
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
 _SHORT = 40  # text shorter than this is searched for tells by one regex, longer by substring tests
+# Texts that needed the rules are remembered with their result: an agent resends its history, and a
+# sliding window of it is recorded whole on every call, so the same message text (a tool result
+# holding a password) came through the rules again and again. Bounded by characters held.
+_MEMO_MIN, _MEMO_CHARS = 64, 8 << 20
 _MAX_DEPTH = 200  # deeper JSON is cut with a marker if it may hold a secret (the walk is recursive)
 
 # Attributes whose values looptrace generates itself (ids, hashes, enums, numbers): never secrets.
@@ -96,6 +100,8 @@ class Redactor:
                                             for t in sorted(self._tells, key=len, reverse=True)))
         self._env_escaped = [escaped for _, v in self._env_values if (escaped := _json_escaped(v))]
         self._warned = False
+        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}  # text -> (redacted, rule counts)
+        self._memo_chars = 0  # approximate under threads: no lock (none to be left held by a fork)
 
     # -- text ----------------------------------------------------------------------------------
 
@@ -104,13 +110,33 @@ class Redactor:
         if not self.enabled or not value:
             return value
         try:
-            if self._may_hold(value):
-                value = self._text(value, hits, path)
+            remembered = self._memo.get(value) if len(value) >= _MEMO_MIN else None
+            if remembered is not None:
+                value, counts = remembered
+                for rule, n in counts:
+                    _count(hits, path, rule, n)
+            elif self._may_hold(value):
+                value = self._remembered(value, hits, path)
         except Exception:  # noqa: BLE001 - never raw: a value that could not be redacted goes whole
             self._warn("a redaction rule raised")
             _count(hits, path, "redaction_failed")
             return FAILED
         return self._callback(value, hits, path)
+
+    def _remembered(self, value: str, hits: Hits | None, path: str) -> str:
+        """``_text`` of ``value``, remembered when long enough (the rules depend only on the text:
+        the allow list, patterns and env values are fixed at construction; a callback runs after)."""
+        local: Hits = {}
+        out = self._text(value, local, "")
+        counts = tuple((rule, n) for (_, rule), n in local.items())
+        for rule, n in counts:
+            _count(hits, path, rule, n)
+        if len(value) >= _MEMO_MIN:
+            self._memo_chars += len(value) + len(out)
+            if self._memo_chars > _MEMO_CHARS:  # start again rather than track an order
+                self._memo, self._memo_chars = {}, len(value) + len(out)
+            self._memo[value] = (out, counts)
+        return out
 
     def _text(self, value: str, hits: Hits | None, path: str) -> str:
         folded = _fold(value)

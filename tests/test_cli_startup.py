@@ -47,11 +47,24 @@ def test_help_loads_no_heavy_package() -> None:
     assert "duckdb" not in modules  # --help reads no store
 
 
-def test_sql_loads_duckdb_and_nothing_heavier(tmp_path: Path) -> None:
+def test_sql_leaves_duckdb_to_its_child(tmp_path: Path) -> None:
+    """The query runs in a child that opens the store (``query/child.py``): the command itself needs
+    neither DuckDB nor the package metadata that finds plug-in commands."""
     db = tmp_path / "s.duckdb"
     Store(db).compact()
-    modules = _loaded_after(["sql", "--db", str(db), "SELECT 1", "--format", "csv"])
-    assert "duckdb" in modules
+    code = (
+        "import sys, json, contextlib, io\n"
+        "from looptrace.tracer.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    code = main(['sql', '--db', {str(db)!r}, 'SELECT 41 + 1 AS answer', '--format', 'csv'])\n"
+        "print(json.dumps([code, out.getvalue(), sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=python_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    code_, printed, modules = json.loads(done.stdout.splitlines()[-1])
+    assert (code_, printed.split()) == (0, ["answer", "42"])
+    assert "duckdb" not in modules and "importlib.metadata" not in modules
     assert _heavy(modules) == []
 
 

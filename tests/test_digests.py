@@ -78,6 +78,24 @@ def test_messages_changed_in_place_are_hashed_again(change: Any) -> None:
     assert _got(digest, request) == _expected(request)
 
 
+def test_a_sliding_window_reuses_its_messages_and_hashes_as_whole() -> None:
+    """An agent that keeps the last few messages resends the same objects at other places: each is
+    reused only while it still equals what was hashed, so one changed in place is hashed again."""
+    digest = ConversationDigest()
+    history = _conversation(12)
+    for step in range(8):
+        window = history[step * 2:step * 2 + 9]
+        request = _request(window)
+        assert _got(digest, request) == _expected(request)
+        reused = {id(m) for m in digest._messages}  # noqa: SLF001 - the reuse is what is tested
+        if step:
+            # Both windows hold 7 messages; the 2 changed below are serialised again, the other 5 are not.
+            assert len(reused & before) == 5
+        before = reused
+        window[-1]["content"][0]["content"] = f"changed {step}"  # in place: seen again next time
+        history[step * 2 + 3]["role"] = "user"  # was "assistant"
+
+
 @pytest.mark.parametrize("request_", [
     _request(tuple(_conversation(2))),
     _request(_conversation(2), max_tokens=77, temperature=0.2, metadata={"user_id": "u"}),
@@ -115,3 +133,19 @@ def test_request_log_records_the_same_deltas_and_hashes() -> None:
     assert second.append == _turn(1) and second.system is None and first.system == SYSTEM
     assert second.request_sha == content_sha(_request(messages + _turn(1)))
     assert first.system_sha == content_sha(SYSTEM) and second.tools_sha == content_sha(copy.deepcopy(TOOLS))
+
+
+def test_redacted_identity_follows_changed_parameters() -> None:
+    """The parameters are redacted once while they stay equal; a change (here a secret added to the
+    system prompt, then a new limit) must give the identity of the whole request redacted anew."""
+    from looptrace.tracer.sink import Redactor
+
+    redactor = Redactor(env={})
+    log = RequestLog(redact=redactor.value)
+    messages = _conversation(1)
+    for i, request in enumerate((_request(messages), _request(messages + _turn(1)),
+                                 _request(messages + _turn(1), system="key sk-ant-abcdefghijklmnop"),
+                                 _request(messages + _turn(2), system="key sk-ant-abcdefghijklmnop", max_tokens=7))):
+        encoded = log.encode(request, f"c{i}")
+        assert encoded.request_sha == content_sha(redactor.value(copy.deepcopy(request)))
+    assert "sk-ant-abcdefghijklmnop" not in repr(redactor.value(_request([], system="sk-ant-abcdefghijklmnop")))

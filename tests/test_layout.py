@@ -80,3 +80,12 @@ def test_only_the_sink_and_the_store_write_segments() -> None:
     users = sorted(str(p.relative_to(ROOT)) for top in TOPS for p in (ROOT / top).rglob("*.py")
                    if _imports(p) & set(WRITERS) or "SegmentWriter(" in p.read_text())
     assert users == ["tracer/sink/sink.py", "tracer/store/__init__.py"]  # (and segments.py, where it lives)
+
+
+def test_quick_commands_are_the_declared_entry_points() -> None:
+    """``looptrace sql`` is loaded without reading package metadata; it must stay the module that
+    pyproject.toml declares for it."""
+    from looptrace.tracer.cli.main import COMMANDS_GROUP, QUICK_COMMANDS
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][COMMANDS_GROUP]
+    assert QUICK_COMMANDS and all(declared[name] == module for name, module in QUICK_COMMANDS.items())

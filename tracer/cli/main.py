@@ -9,14 +9,23 @@ heavy at module level (the viewer imports Textual only when ``view`` runs), so `
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["COMMANDS_GROUP", "main", "build_parser", "add_command"]
 
 COMMANDS_GROUP = "looptrace.commands"  # entry-point group: a module with ``register(subparsers)``
+# Commands whose start-up is measured (``make bench`` cli_startup): loaded without reading any
+# package's metadata, since ``importlib.metadata`` alone costs a ``looptrace sql`` about a tenth of
+# its CPU. Each is also declared as an entry point (tests/test_layout.py checks they agree).
+QUICK_COMMANDS = {"sql": "looptrace.tracer.query.commands"}
 
 
 def add_command(
@@ -43,10 +52,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+    if only in QUICK_COMMANDS:
+        importlib.import_module(QUICK_COMMANDS[only]).register(sub)
+        return parser
+    for entry in _all_commands():
         if only is None or entry.name == only:
             entry.load().register(sub)
     return parser
+
+
+@functools.cache
+def _all_commands() -> list[EntryPoint]:
+    from importlib.metadata import entry_points
+
+    return sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name)
 
 
 def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -57,7 +76,7 @@ def _named_command(argv: Sequence[str]) -> str | None:
     """The command of ``argv`` when it is also the name of its entry point (sql, compact, ...), so
     that only that module is imported: start-up is most of a quick ``looptrace sql``."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    if first is None or not any(e.name == first for e in entry_points(group=COMMANDS_GROUP)):
+    if first is None or (first not in QUICK_COMMANDS and not any(e.name == first for e in _all_commands())):
         return None
     return first
 

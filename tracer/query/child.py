@@ -18,8 +18,7 @@ import os
 import pickle
 import resource
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
     from ..export.source import ParquetSource
@@ -33,9 +32,8 @@ READY = b"R"
 HEADROOM_BYTES = 1 << 30
 
 
-@dataclass(frozen=True)
-class Request:
-    source: Store | ParquetSource
+class Request(NamedTuple):  # not a dataclass: ``dataclasses`` imports ``inspect``, a start-up cost
+    source: Store | ParquetSource | str  # a path is opened here, so the parent needs no DuckDB
     sql: str
     limit: int | None
     timeout: float
@@ -65,7 +63,12 @@ def serve(request: Request, out: BinaryIO) -> None:
     # MemoryError is an Exception: the last branch below names it as the memory limit too.
     mb = max(1, request.memory_bytes >> 20)
     try:
-        with request.source.reader(locked_down=True, memory_limit=f"{mb}MB", scratch=request.scratch) as conn:
+        source = request.source
+        if isinstance(source, str):
+            from ..export.source import open_source
+
+            source = open_source(source)
+        with source.reader(locked_down=True, memory_limit=f"{mb}MB", scratch=request.scratch) as conn:
             out.write(READY)
             out.flush()
             result = execute(conn, request.sql, limit=request.limit, timeout=request.timeout)

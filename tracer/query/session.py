@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
+from .result import DEFAULT_TIMEOUT, QueryError, QueryResult
+
 __all__ = ["QueryError", "QueryResult", "check_single_statement", "execute", "DEFAULT_TIMEOUT"]
 
-DEFAULT_TIMEOUT = 30.0
 _READ_ONLY = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
-
-
-class QueryError(Exception):
-    """The query was refused or failed; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    truncated: bool  # more rows existed than ``limit``
-    seconds: float
 
 
 def check_single_statement(sql: str) -> None:

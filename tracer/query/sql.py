@@ -7,9 +7,10 @@ and a deadline that kills it (``supervise.py``); ``session.execute`` is the part
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
-from .session import DEFAULT_TIMEOUT, QueryError, QueryResult, check_single_statement, execute
+from .result import DEFAULT_TIMEOUT, QueryError, QueryResult
 from .supervise import run_supervised
 
 if TYPE_CHECKING:
@@ -23,9 +24,27 @@ DEFAULT_MEMORY_GB = 2.0
 
 
 def run_query(
-    store: Store | ParquetSource, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-    memory_gb: float = DEFAULT_MEMORY_GB,
+    store: Store | ParquetSource | str | os.PathLike[str], sql: str, *, limit: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT, memory_gb: float = DEFAULT_MEMORY_GB,
 ) -> QueryResult:
-    """Run one statement in a supervised child: stopped past ``timeout`` seconds or ``memory_gb``."""
-    check_single_statement(sql)
-    return run_supervised(store, sql, limit=limit, timeout=timeout, memory_gb=memory_gb)
+    """Run one statement in a supervised child: stopped past ``timeout`` seconds or ``memory_gb``.
+
+    ``store`` may be a path (a store file or an export folder), opened in the child: the caller
+    then never imports DuckDB, which is most of ``looptrace sql``'s start-up. The child refuses
+    anything but one read-only statement (``session.execute``)."""
+    source = os.fspath(store) if isinstance(store, (str, os.PathLike)) else store
+    return run_supervised(source, sql, limit=limit, timeout=timeout, memory_gb=memory_gb)
+
+
+def check_single_statement(sql: str) -> None:
+    """A QueryError unless ``sql`` is exactly one read-only statement (imports DuckDB)."""
+    from .session import check_single_statement as check
+
+    check(sql)
+
+
+def execute(conn: Any, sql: str, *, limit: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> QueryResult:
+    """``session.execute``: one statement on an open, locked-down connection (imports DuckDB)."""
+    from .session import execute as run
+
+    return run(conn, sql, limit=limit, timeout=timeout)

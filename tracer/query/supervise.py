@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .child import READY, Request
-from .session import QueryError, QueryResult
+from .result import QueryError, QueryResult
 
 if TYPE_CHECKING:
     from ..export.source import ParquetSource
@@ -63,7 +63,7 @@ def _read_until(fd: int, buf: bytearray, deadline: float, want: int | None) -> b
 
 
 def run_supervised(
-    source: Store | ParquetSource, sql: str, *, limit: int | None, timeout: float, memory_gb: float,
+    source: Store | ParquetSource | str, sql: str, *, limit: int | None, timeout: float, memory_gb: float,
 ) -> QueryResult:
     timeout = check_limit("the time limit", timeout)
     memory_bytes = int(check_limit("the memory limit", memory_gb) * 2**30)

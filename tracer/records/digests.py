@@ -101,6 +101,7 @@ class ConversationDigest:
     def __init__(self) -> None:
         self._messages: list[_Remembered] = []
         self._copies: list[Any] = []  # the messages' plain copies, for the one-comparison prefix test
+        self._ids: list[int] = []  # id() of each message as last given: a hint, confirmed by ``==``
         self._states: list[Any] = []  # _states[i]: SHA-256 of the request's JSON through message i - 1
         self._head: str | None = None  # the request's JSON before its first message
         self._fields: dict[str, _Remembered] = {}  # the other fields, e.g. system and tools, by key
@@ -124,13 +125,23 @@ class ConversationDigest:
 
     def _remember(self, messages: Sequence[Any]) -> tuple[list[str], int]:
         keep = self.prefix_len(messages)
+        by_id: dict[int, _Remembered] = {}
         if keep < len(self._messages):
+            # An agent that keeps a window of its history drops messages from the front, so no
+            # prefix is kept, but the messages themselves are the same objects as last time, at
+            # other places: each is found by id and confirmed equal to its copy, not serialised again.
+            by_id = dict(zip(self._ids[keep:], self._messages[keep:]))
             del self._messages[keep:]
             del self._copies[keep:]
+            del self._ids[keep:]
             del self._states[keep + 1:]
-        new = [_Remembered(m) for m in messages[keep:]]
+        new = []
+        for m in messages[keep:]:
+            seen = by_id.get(id(m))
+            new.append(seen if seen is not None and _same(seen, m) else _Remembered(m))
         self._messages.extend(new)
         self._copies.extend(m.copy for m in new)
+        self._ids.extend(id(m) for m in messages[keep:])
         return [m.sha for m in self._messages], keep
 
     def digest(self, request: Mapping[str, Any]) -> RequestDigest:

@@ -67,7 +67,19 @@ class RequestLog:
         self._raw = ConversationDigest()
         self._identity = ConversationDigest()
         self._redacted: dict[str, Any] = {}  # raw message hash -> redacted message, last request's
+        self._params: tuple[dict[str, Any], dict[str, Any]] | None = None  # (last raw, redacted) of the rest
         self._lock = Lock()
+
+    def prefix_len(self, messages: list[Any]) -> int:
+        """How many leading ``messages`` equal those of the last request encoded or hashed."""
+        with self._lock:
+            return self._raw.prefix_len(messages)
+
+    def message_shas(self, messages: list[Any]) -> list[str]:
+        """The raw messages' hashes, from the same digest ``encode`` uses: a caller that needs them
+        first (the instrumentor, to find a call's run) leaves ``encode`` nothing to hash again."""
+        with self._lock:
+            return self._raw.message_shas(messages)
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
@@ -110,7 +122,12 @@ class RequestLog:
         cache = {h: self._redacted[h] if h in self._redacted else self._redact({"messages": m})["messages"]
                  for h, m in zip(hashes, messages)}
         self._redacted = cache
-        redacted = self._redact({k: v for k, v in request.items() if k != "messages"})
+        params = {k: v for k, v in request.items() if k != "messages"}
+        if self._params is None or self._params[0] != params:
+            # The model, system prompt, tools and limits rarely change within a run: redacted once
+            # while they stay equal. (As in ``digests._same``, ``==`` holds for 1 == 1.0 == True.)
+            self._params = (params, self._redact(params))
+        redacted = dict(self._params[1])
         if "messages" in request:
             redacted["messages"] = [cache[h] for h in hashes]
         return redacted

@@ -28,6 +28,7 @@ import orjson
 
 from .config import load_config
 from .rules import KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, key_value_in_text, looks_like_code
+from .screen import screen_for
 
 __all__ = ["Redactor", "Hits", "SAFE_KEYS", "placeholder", "restore_env", "summarize"]
 
@@ -37,6 +38,10 @@ Hits = dict[tuple[str, str], int]  # (field path, rule) -> how many values it re
 
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
 _SHORT = 40  # text shorter than this is searched for tells by one regex, longer by substring tests
+# Texts that needed the rules are remembered with their result: an agent resends its history, and a
+# sliding window of it is recorded whole on every call, so the same message text (a tool result
+# holding a password) came through the rules again and again. Bounded by characters held.
+_MEMO_MIN, _MEMO_CHARS = 64, 8 << 20
 _MAX_DEPTH = 200  # deeper JSON is cut with a marker if it may hold a secret (the walk is recursive)
 
 # Attributes whose values looptrace generates itself (ids, hashes, enums, numbers): never secrets.
@@ -86,15 +91,17 @@ class Redactor:
         )
         own = {**user.patterns, **self.extra_patterns}
         self._own = [Rule(name, re.compile(p), (), extend=False) for name, p in own.items()]
-        self._tells = tuple(set(chain.from_iterable(r.tells for r in RULES)) | set(KEY_TELLS))
-        self._tells_but_token = tuple(t for t in self._tells if t != "token")
+        self._tells = tuple(sorted(set(chain.from_iterable(r.tells for r in RULES)) | set(KEY_TELLS)))
+        self._screen = screen_for(self._tells)  # every tell in one pass over a long text
         # For very short text (ids, names, numbers as text: most values) one regex call is cheaper
-        # than a Python loop over ~60 substring tests; past a few dozen characters the loop wins,
-        # since the alternation tries every position whose letter starts some tell (measured).
+        # than the screen's call into Hyperscan; past a few dozen characters the screen wins, since
+        # the alternation tries every position whose letter starts some tell (measured).
         self._tell_re = re.compile("|".join("token(?!s)" if t == "token" else re.escape(t)
                                             for t in sorted(self._tells, key=len, reverse=True)))
         self._env_escaped = [escaped for _, v in self._env_values if (escaped := _json_escaped(v))]
         self._warned = False
+        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}  # text -> (redacted, rule counts)
+        self._memo_chars = 0  # approximate under threads: no lock (none to be left held by a fork)
 
     # -- text ----------------------------------------------------------------------------------
 
@@ -103,13 +110,33 @@ class Redactor:
         if not self.enabled or not value:
             return value
         try:
-            if self._may_hold(value):
-                value = self._text(value, hits, path)
+            remembered = self._memo.get(value) if len(value) >= _MEMO_MIN else None
+            if remembered is not None:
+                value, counts = remembered
+                for rule, n in counts:
+                    _count(hits, path, rule, n)
+            elif self._may_hold(value):
+                value = self._remembered(value, hits, path)
         except Exception:  # noqa: BLE001 - never raw: a value that could not be redacted goes whole
             self._warn("a redaction rule raised")
             _count(hits, path, "redaction_failed")
             return FAILED
         return self._callback(value, hits, path)
+
+    def _remembered(self, value: str, hits: Hits | None, path: str) -> str:
+        """``_text`` of ``value``, remembered when long enough (the rules depend only on the text:
+        the allow list, patterns and env values are fixed at construction; a callback runs after)."""
+        local: Hits = {}
+        out = self._text(value, local, "")
+        counts = tuple((rule, n) for (_, rule), n in local.items())
+        for rule, n in counts:
+            _count(hits, path, rule, n)
+        if len(value) >= _MEMO_MIN:
+            self._memo_chars += len(value) + len(out)
+            if self._memo_chars > _MEMO_CHARS:  # start again rather than track an order
+                self._memo, self._memo_chars = {}, len(value) + len(out)
+            self._memo[value] = (out, counts)
+        return out
 
     def _text(self, value: str, hits: Hits | None, path: str) -> str:
         folded = _fold(value)
@@ -181,8 +208,8 @@ class Redactor:
         """False only if no rule, secret key name or env secret can match in ``text``.
 
         Regular expressions that do not start with a literal scan at a few MB/s, so a 10 MB tool
-        result would hold the exporter for seconds; substring tests of the case-folded text run
-        at GB/s, and only text that fails them is searched properly.
+        result would hold the exporter for seconds; the screen reads the case-folded text once for
+        every tell (``screen.py``), and only text that fails it is searched properly.
         """
         folded = _fold(text) if folded is None else folded
         if env_values is None:
@@ -190,12 +217,12 @@ class Redactor:
         if len(folded) < _SHORT:
             told = self._tell_re.search(folded) is not None
         else:
-            told = any(t in folded for t in self._tells_but_token) or _token_not_tokens(folded)
+            told = self._screen.any(folded)
         return told or any(v in text for v in env_values) or any(r.regex.search(text) for r in self._own)
 
     def _present(self, folded: str) -> set[str]:
-        """The tells in ``folded``, each searched for once."""
-        return {t for t in self._tells if t in folded}
+        """The tells in ``folded``, found in one pass."""
+        return self._screen.present(folded)
 
     def may_redact(self, attribute_maps: Sequence[Mapping[str, Any]], texts: Iterable[str | None] = ()) -> bool:
         """False only if redacting every map (as ``attributes`` does) and every text would change
@@ -323,13 +350,6 @@ class Redactor:
         if not self._warned:
             self._warned = True
             log.warning("looptrace: %s; such values are replaced whole", what, exc_info=True)
-
-
-def _token_not_tokens(folded: str) -> bool:
-    """Whether "token" occurs other than in "tokens". Every model call carries ``max_tokens`` and
-    ``input_tokens``; no secret key name has "tokens" in it (``rules.is_secret_key``) and no token
-    rule's tell is "token", so only the singular can lead to a redaction."""
-    return folded.count("token") > folded.count("tokens")
 
 
 def _tell_positions(text: str) -> list[int]:

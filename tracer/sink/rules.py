@@ -11,7 +11,8 @@ and ``NAME=value`` / ``"name": "value"`` pairs in text whose name is a secret's.
 A match of a token rule is extended to the end of its token: detect-secrets' fixed lengths
 (Stripe's 24 characters, GitHub's 36) would otherwise leave the tail of a longer key behind.
 Each rule has *tells*: case-folded substrings that every text it matches contains, so text with
-none of them is cleared by substring tests (GB/s) before any regular expression runs (MB/s).
+none of them is cleared by one pass of a multi-literal matcher (``screen.py``) before any regular
+expression runs (MB/s).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from . import conversation as conv
 from .manual import LlmCall, Run, Step, current_run, current_step
 from ..records.conventions import TOOL_NOT_FOUND
 from ..records.digests import ConversationDigest
+from ..records.requests import RequestLog
 from .tracing import Tracing
 
 __all__ = ["AnthropicInstrumentor"]
@@ -39,7 +40,9 @@ log = logging.getLogger("looptrace.anthropic")
 class _Implicit:
     run: Run
     hashes: list[str]
-    digest: ConversationDigest  # hashes this run's requests incrementally
+    # Hashes this run's requests incrementally: the run's own RequestLog once the run exists, so the
+    # messages hashed here to find the run are not hashed again when the call is recorded.
+    digest: ConversationDigest | RequestLog
     step: Step | None = None
     pending: list[tuple[str, str, Any]] = field(default_factory=list)  # (tool_use_id, name, input), in order
     pending_since: int = 0
@@ -104,10 +107,10 @@ class AnthropicInstrumentor:
     def _implicit_for(self, request: dict[str, Any]) -> _Implicit:
         messages = list(request.get("messages") or [])
         with self._lock:
-            found, hashes, digest = self._extended(messages)
+            found, hashes = self._extended(messages)
             if found is None:
                 run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
-                found, seen = _Implicit(run, hashes, digest), 0
+                found, seen = _Implicit(run, hashes, run.requests), 0
                 self._open.append(found)
             else:
                 found.hashes, seen = hashes, len(found.hashes)
@@ -128,7 +131,7 @@ class AnthropicInstrumentor:
         found.declared = _declared(request)
         return found
 
-    def _extended(self, messages: list[Any]) -> tuple[_Implicit | None, list[str], ConversationDigest]:
+    def _extended(self, messages: list[Any]) -> tuple[_Implicit | None, list[str]]:
         """The open run whose last request ``messages`` extends, and the messages' hashes.
 
         Each open run's digest first compares its remembered messages (cheap, no hashing), so only
@@ -136,12 +139,10 @@ class AnthropicInstrumentor:
         """
         for o in self._open:
             if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
-                return o, o.digest.message_shas(messages), o.digest
-        digest = ConversationDigest()
-        hashes = digest.message_shas(messages)
+                return o, o.digest.message_shas(messages)
+        hashes = ConversationDigest().message_shas(messages)
         # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
-        found = next((o for o in self._open if conv.extends(o.hashes, hashes)), None)
-        return found, hashes, found.digest if found is not None else digest
+        return next((o for o in self._open if conv.extends(o.hashes, hashes)), None), hashes
 
     def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
         if call is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..cli.main import add_command
 from ..cli.plural import count
 from ..store import DEFAULT_DB
+from ..store.backend import add_catalog_option, catalog_name, store_target
 
 if TYPE_CHECKING:
     from .otlp.receiver import OtlpReceiver
@@ -41,6 +42,7 @@ def _collect(args: argparse.Namespace) -> int:
     from ..store import Store, StoreError
     from .otlp.receiver import OtlpReceiver
 
+    args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
     receiver = OtlpReceiver(args.db, host=args.host, port=args.port, settle=args.settle,
                             max_body=int(args.max_body_mb * (1 << 20)))
     try:
@@ -74,7 +76,7 @@ def _collect(args: argparse.Namespace) -> int:
         print(f"warning: the store refused the runs of {count(s.refused_traces, 'trace')} (kept as spans) and "
               f"{count(s.lost_spans, 'span')}; last error: {s.last_error}", file=sys.stderr)
     try:
-        if s.spans_written:
+        if s.spans_written and catalog_name(args.db) is None:  # a catalog has no segments to absorb
             Store(args.db).try_compact()
     except StoreError as exc:  # the segments stay; the next reader absorbs them
         print(f"warning: could not compact {args.db}: {exc}", file=sys.stderr)
@@ -93,6 +95,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"looptrace collect --db {DEFAULT_DB} --port 4318   # then OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
     )
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    add_catalog_option(p, reads=False)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=4318,
                    help="port to listen on (default 4318, the OTLP/HTTP port; 0 picks a free one)")

@@ -17,6 +17,7 @@ process or a Ray task reopens the catalog itself.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,13 +36,15 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-__all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES"]
+__all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES", "as_store_arrow",
+           "retrying"]
 
 EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
 _PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
                "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
 
 
 class CatalogError(StoreError):
@@ -81,7 +84,7 @@ def _transient(exc: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def _retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
+def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
     stop = time.monotonic() + deadline
     delay = 0.02
     while True:
@@ -90,11 +93,12 @@ def _retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
         except Exception as exc:  # noqa: BLE001 - only transient ones are retried, the rest re-raised
             if not _transient(exc) or time.monotonic() >= stop:
                 raise
+            log.debug("looptrace: %s raced another writer (%s); retrying", what, exc)
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 1.0)
 
 
-def _arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
+def as_store_arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
     """Rows as an Arrow table of the store's schema (an Arrow table is cast, its columns put in order)."""
     import pyarrow as pa
 
@@ -141,13 +145,13 @@ class CatalogStore:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
         try:
-            return _retrying(lambda: catalog.load_table(identifier(table)), f"loading {table}")
+            return retrying(lambda: catalog.load_table(identifier(table)), f"loading {table}")
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
 
     def create_tables(self) -> dict[str, Table]:
         """Every table, created if missing and given the columns later migrations added."""
-        _retrying(lambda: self.catalog.create_namespace_if_not_exists(NAMESPACE), "creating the namespace")
+        retrying(lambda: self.catalog.create_namespace_if_not_exists(NAMESPACE), "creating the namespace")
         return {t: self._ensure(t) for t in CATALOG_TABLES}
 
     def _ensure(self, table: str) -> Table:
@@ -158,24 +162,24 @@ class CatalogStore:
             return self.catalog.create_table_if_not_exists(
                 identifier(table), schema=schema, partition_spec=partition_spec(schema), properties=_PROPERTIES)
 
-        tbl = _retrying(create, f"creating {table}")
+        tbl = retrying(create, f"creating {table}")
         while missing := missing_columns(tbl.schema(), want):
             def evolve(tbl: Table = tbl, missing: list[str] = missing) -> None:
                 with tbl.update_schema() as update:
                     update.union_by_name(want.select(missing))
             try:
-                _retrying(evolve, f"adding columns to {table}")
+                retrying(evolve, f"adding columns to {table}")
             except Exception as exc:  # noqa: BLE001 - another writer added them first: look again
                 if "already exists" not in str(exc):
                     raise
-            tbl = _retrying(lambda: self.catalog.load_table(identifier(table)), f"loading {table}")
+            tbl = retrying(lambda: self.catalog.load_table(identifier(table)), f"loading {table}")
         return tbl
 
     # -- writing (the sink's RowWriter) ----------------------------------------------------------
 
     def write(self, rows: Mapping[str, TableData | pa.Table]) -> str | None:
         """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty."""
-        data = {t: _arrow(t, r) for t, r in rows.items() if t in CATALOG_TABLES}
+        data = {t: as_store_arrow(t, r) for t, r in rows.items() if t in CATALOG_TABLES}
         data = {t: d for t, d in data.items() if d.num_rows}
         if not data:
             return None
@@ -199,7 +203,7 @@ class CatalogStore:
                     tbl.refresh()
                 raise
 
-        return _retrying(refresh_and_attempt, f"appending to {tbl.name()}")
+        return retrying(refresh_and_attempt, f"appending to {tbl.name()}")
 
     def replace_diagnoses(self, run_ids: Sequence[str], data: pa.Table) -> None:
         """The analyzer's write: these runs' diagnoses become ``data``, in one atomic overwrite."""
@@ -216,7 +220,7 @@ class CatalogStore:
                     tbl.refresh()
                 raise
 
-        _retrying(attempt, "replacing diagnoses")
+        retrying(attempt, "replacing diagnoses")
 
     @contextmanager
     def writer(self, **_: object) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -42,9 +42,10 @@ test: $(TEST_STAMP) chromium
 test-fast: $(TEST_STAMP) chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py).
+# The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py); the scale
+# extra: Ray and pyiceberg for bench/ray_analysis.py.
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench,scale]'
 	$(BIN)/python -m bench
 
 clean:

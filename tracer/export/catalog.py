@@ -80,14 +80,14 @@ def export_catalog(db: str | os.PathLike[str], catalog: CatalogStore, *, chunk_r
         report.present = len(finished) - len(todo)
         for start in range(0, len(todo), chunk_runs):
             ids = todo[start:start + chunk_runs]
-            batch = {t: conn.execute(CHUNK_ROWS_SQL.format(columns=columns[t], table=t), [ids]).to_arrow_table()
+            batch = {t: conn.sql(CHUNK_ROWS_SQL.format(columns=columns[t], table=t), params=[ids]).to_arrow_table()
                      for t in CATALOG_TABLES}
             _write(catalog, batch, report)
             report.runs += len(ids)
             if on_chunk is not None:
                 on_chunk(start + len(ids), len(todo))
-        runless = {t: conn.execute(RUNLESS_ROWS_SQL.format(columns=columns[t], table=t, key=key),
-                                   [_present_runless(catalog, t, key)]).to_arrow_table()
+        runless = {t: conn.sql(RUNLESS_ROWS_SQL.format(columns=columns[t], table=t, key=key),
+                               params=[_present_runless(catalog, t, key)]).to_arrow_table()
                    for t, key in RUNLESS_KEYS.items()}
         _write(catalog, runless, report)
     report.seconds = time.perf_counter() - started

@@ -75,7 +75,7 @@ def export_catalog(db: str | os.PathLike[str], catalog: CatalogStore, *, chunk_r
     columns = {t: ", ".join(f'"{c}"' for c in arrow_schema(t).names) for t in CATALOG_TABLES}
     with Store(db).reader(locked_down=False) as conn:
         finished = [r[0] for r in conn.execute(FINISHED_RUNS_SQL).fetchall()]
-        report.waiting = int(conn.execute(WAITING_RUNS_SQL).fetchone()[0])  # type: ignore[index]
+        report.waiting = int(conn.execute(WAITING_RUNS_SQL).fetchall()[0][0])
         todo = [r for r in finished if r not in present]
         report.present = len(finished) - len(todo)
         for start in range(0, len(todo), chunk_runs):

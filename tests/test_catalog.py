@@ -164,3 +164,27 @@ def _ts():  # noqa: ANN202
 
     return datetime(2026, 12, 1, 12, 0, 0)
 
+
+
+def test_report_and_view_read_a_catalog(demo: Path, exported_env: dict[str, str], tmp_path: Path) -> None:
+    import asyncio
+
+    from looptrace.viewer.app import ViewerApp
+    from looptrace.viewer.capture import settle
+    from looptrace.viewer.widgets import RunsTable
+
+    n_runs = query(demo, "SELECT count(*) FROM runs WHERE status <> 'incomplete'")[0][0]
+    done = cli("report", "--all", "--catalog", "exported", "-o", str(tmp_path / "report"), env=exported_env)
+    assert f"{n_runs} runs" in done.stdout and (tmp_path / "report" / "index.html").is_file(), done.stdout
+
+    async def rows(db: str) -> list[tuple[str, ...]]:
+        app = ViewerApp(db, refresh_seconds=None)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one(RunsTable)
+            return sorted(tuple(str(getattr(c, "plain", c)) for c in table.get_row_at(i)) for i in range(table.row_count))
+
+    over_catalog, over_store = asyncio.run(rows("iceberg:exported")), asyncio.run(rows(str(demo)))
+    assert over_catalog == over_store and len(over_catalog) > 3  # the same runs screen, row for row
+    missing = cli("view", "--catalog", "nowhere", ok=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("error: catalog 'nowhere'"), missing.stderr

@@ -188,3 +188,26 @@ def test_report_and_view_read_a_catalog(demo: Path, exported_env: dict[str, str]
     assert over_catalog == over_store and len(over_catalog) > 3  # the same runs screen, row for row
     missing = cli("view", "--catalog", "nowhere", ok=False)
     assert missing.returncode == 1 and missing.stderr.startswith("error: catalog 'nowhere'"), missing.stderr
+
+
+def test_import_into_a_catalog_is_idempotent_and_reads_like_a_store(tmp_path: Path, catalog: dict[str, str]) -> None:
+    import json
+
+    files = tmp_path / "chats"
+    files.mkdir()
+    for i in range(3):
+        chat = [{"role": "user", "content": f"question {i}: where is the deploy note?"},
+                {"role": "assistant", "content": f"Looking for note {i}."},
+                {"role": "assistant", "content": f"It is in notes.txt, line {i}."}]
+        (files / f"chat-{i}.json").write_text(json.dumps({"messages": chat}))
+    store = tmp_path / "store.duckdb"
+    first = cli("import", str(files), "--catalog", NAME, env=catalog)
+    assert "runs imported: 3" in first.stdout, first.stdout + first.stderr
+    again = cli("import", str(files), "--catalog", NAME, env=catalog)
+    assert "runs imported: 0" in again.stdout and "runs already present: 3" in again.stdout, again.stdout
+    cli("import", str(files), "--db", str(store))
+    sql = "SELECT run_id, agent, status, n_steps FROM runs ORDER BY run_id"
+    with open_source(f"iceberg:{NAME}").reader() as conn:
+        assert conn.execute(sql).fetchall() == query(store, sql)
+        # Diagnosed as they landed, as an import into a store is.
+        assert conn.execute("SELECT count(DISTINCT run_id) FROM diagnoses").fetchone() == (3,)

@@ -50,8 +50,10 @@ def _arrow_view(conn: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> 
 def open_session(tables: Mapping[str, Sequence[str] | pa.Table]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with each base table (local Parquet files, or an Arrow table already
     read) and the documented views. Tables not given are empty."""
+    # No extension is loaded for a store; no progress bar on stdout (an analysis task's output is the caller's).
     conn = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
+        conn.execute("SET enable_progress_bar = false")
         for table in RECORD_TABLES:
             data = tables.get(table, ())
             if isinstance(data, (list, tuple)):

@@ -9,7 +9,6 @@ same primary label, and the catalog's diagnoses table must hold what was printed
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -34,15 +33,16 @@ def _primary(analysis: list[dict]) -> dict[str, str | None]:
 def two_nodes():  # noqa: ANN201 - a ray.cluster_utils.Cluster
     from ray.cluster_utils import Cluster
 
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     small = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024}
-    cluster = Cluster(initialize_head=True, head_node_args={**small, "include_dashboard": False})
-    cluster.add_node(**small)
-    cluster.wait_for_nodes()
-    try:
-        yield cluster
-    finally:
-        cluster.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        cluster = Cluster(initialize_head=True, head_node_args={**small, "include_dashboard": False})
+        try:
+            cluster.add_node(**small)
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            cluster.shutdown()
 
 
 def test_ray_and_one_process_give_every_run_the_same_primary_label(

@@ -31,13 +31,16 @@ RAY_HINT = "--ray needs Ray: install the scale extra: pip install 'looptrace[sca
 OnPartition = Callable[[int, int, int], None]
 
 
-def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds = DEFAULT_THRESHOLDS
-                      ) -> list[RunDiagnoses]:
-    """Diagnose every run whose rows are in ``files`` (table -> local Parquet paths of one partition)."""
+def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                      *, threads: int | None = None) -> list[RunDiagnoses]:
+    """Diagnose every run whose rows are in ``files`` (table -> local Parquet paths of one partition);
+    ``threads`` caps DuckDB's threads (a Ray task holds one CPU: it should not use every core)."""
     from looptrace.tracer.store.iceberg.session import open_session
 
     conn = open_session(files)
     try:
+        if threads is not None:
+            conn.execute(f"SET threads = {int(threads)}")
         return [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn)]
     finally:
         conn.close()
@@ -62,7 +65,7 @@ def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, ad
 
     _connect(address)
     task = ray.remote(num_cpus=1, max_retries=2)(analyze_partition)
-    pending = [task.remote(files, thresholds) for files in parts]
+    pending = [task.remote(files, thresholds, threads=1) for files in parts]
     results: list[RunDiagnoses] = []
     while pending:
         done, pending = ray.wait(pending, num_returns=1)

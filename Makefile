@@ -9,7 +9,8 @@ DB ?= demo.duckdb
 .PHONY: demo test test-fast bench lint clean chromium
 
 # `make demo` installs looptrace alone; `make test` adds the test extras (the real frameworks, Inspect,
-# mini-swe-agent and Playwright the tests drive), which take most of a first install.
+# mini-swe-agent and Playwright the tests drive) and the scale extra (pyiceberg, Ray: tests/test_catalog*.py),
+# which take most of a first install.
 $(STAMP): pyproject.toml constraints.txt
 	@echo "Installing looptrace and its dependencies into $(VENV) (first time only: ~30 s to 2 min)..."
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 $(TEST_STAMP): $(STAMP)
 	@echo "Installing the test extras into $(VENV) (first time only)..."
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,frameworks]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,frameworks,scale]'
 	touch $(TEST_STAMP)
 
 demo: $(STAMP)
@@ -46,9 +47,10 @@ test: $(TEST_STAMP) chromium
 test-fast: $(TEST_STAMP) chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py).
+# The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py); the scale
+# extra: Ray and pyiceberg for bench/ray_analysis.py.
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench,scale]'
 	$(BIN)/python -m bench
 
 clean:

@@ -18,18 +18,28 @@ def _analyze(args: argparse.Namespace) -> int:
     from looptrace.tracer.export.source import open_source
     from looptrace.tracer.store import Store, StoreError
     from looptrace.tracer.cli.progress import Progress
+    from looptrace.tracer.store.backend import store_target
 
     from .analyze_output import csv_text, json_text, rows_for, summary, table
     from .analyzer import analyze_store, load_thresholds
     from .analyzer.thresholds import Thresholds
 
+    if args.ray and not args.catalog:
+        print("error: --ray analyses an Iceberg catalog's partitions: give --catalog NAME", file=sys.stderr)
+        return 2
     try:
         thresholds = load_thresholds(args.config, **{f.name: getattr(args, f.name) for f in fields(Thresholds)})
-        source = open_source(args.db)  # a Parquet export is analysed without writing diagnoses
-        with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
-            results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
-                                    write=isinstance(source, Store))
-    except (StoreError, ValueError, OSError) as exc:
+        source = open_source(store_target(args))  # a Parquet export is analysed without writing diagnoses
+        if args.catalog and not args.run:
+            from .partitioned import analyze_catalog
+
+            results = analyze_catalog(source, ray=args.ray, thresholds=thresholds,  # type: ignore[arg-type]
+                                      on_partition=_partition_done)
+        else:
+            with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
+                results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
+                                        write=isinstance(source, Store) or bool(args.catalog))
+    except (StoreError, ValueError, OSError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.otlp_endpoint:
@@ -52,6 +62,11 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _partition_done(done: int, total: int, runs: int) -> None:
+    """Progress as partitions finish: one line each on stderr (the table or JSON stays on stdout)."""
+    print(f"partition {done}/{total} done ({runs} runs)", file=sys.stderr, flush=True)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -59,6 +74,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "the steps that prove it; fills the diagnoses table.",
                     f"looptrace analyze --db {DEFAULT_DB} --repeat-min 4")
     p.add_argument("--db", default=DEFAULT_DB, help="store path, or a Parquet export folder (read, not written)")
+    p.add_argument("--catalog", default=None, metavar="NAME",
+                   help="analyse an Iceberg catalog partition by partition instead, writing its diagnoses "
+                   "(docs/scale.md; needs the scale extra)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS|auto",
+                   help="with --catalog: one Ray task per partition on this cluster ('auto': RAY_ADDRESS or the "
+                   "cluster running here); without it, one process")
     p.add_argument("--run", default=None, help="analyse one run (default: all)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="a table sorted by run start (default), CSV, or JSON with every diagnosis")

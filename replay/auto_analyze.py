@@ -49,5 +49,7 @@ def summary(results: Sequence[RunDiagnoses]) -> str:
 
 def on_stored(db: str, run_ids: Sequence[str] | None) -> str | None:
     """The ``looptrace.on_stored`` hook: diagnose what was just stored."""
-    results = analyze_new(Store(db), run_ids)
+    from looptrace.tracer.export.source import open_source
+
+    results = analyze_new(open_source(db), run_ids)  # a DuckDB store, or an Iceberg catalog (iceberg:NAME)
     return summary(results) if results else None

@@ -4,7 +4,7 @@ usage: python -m tests.scale_agent ENDPOINT SCENARIO...
 Runs each named scenario from ``loop.scenarios.SCENARIOS`` through the real loop, the real
 ``anthropic`` SDK and its own scripted server, with ``Tracing(db=None, otlp_endpoint=ENDPOINT)``: the
 process never touches a store, as an agent host behind a collector would not. Prints one
-"<scenario> <run_id> <status>" line per run, then "flushed" once every span was accepted; exits 1 if
+"<scenario> <run_id> <status> <steps>" line per run, then "flushed" once every span was accepted; exits 1 if
 the OTLP queue would not drain.
 """
 
@@ -38,7 +38,7 @@ def main() -> int:
                                retry=RetryPolicy(base_delay=0.02, max_delay=0.2))
         for s in scenarios:
             result = Agent(model, tools, tracing, policy=s.policy, name=f"scale-{s.name}").run(s.task)
-            print(s.name, result.run_id, result.status, flush=True)
+            print(s.name, result.run_id, result.status, result.steps, flush=True)
     deadline = time.monotonic() + FLUSH_DEADLINE
     while not tracing.flush():
         if time.monotonic() > deadline:

@@ -85,7 +85,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
         for host in hosts:
             out, err = host.communicate(timeout=TIMEOUT)
             assert host.returncode == 0 and out.endswith("flushed\n"), out + err
-            for name, run_id, status in (ln.split() for ln in out.splitlines()[:-1]):
+            for name, run_id, status, *_ in (ln.split() for ln in out.splitlines()[:-1]):
                 runs[name] = (run_id, status)
     finally:
         collect.send_signal(signal.SIGINT)  # as Ctrl-C: buffered traces are written, then the store compacted

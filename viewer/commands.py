@@ -33,6 +33,18 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
+def _unreadable_catalog(target: str) -> str | None:
+    """Why a catalog cannot be viewed (one line), or None. Viewed read-only: nothing is analysed into it."""
+    from looptrace.tracer.export.source import open_source
+
+    try:
+        with open_source(target).reader(locked_down=True) as conn:
+            conn.execute("SELECT count(*) FROM runs").fetchall()
+    except StoreError as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
 def _foreign_duckdb(path: Path) -> bool:
     """A DuckDB file with tables but no looptrace schema: opening it as a store would migrate it."""
     import duckdb
@@ -50,14 +62,18 @@ def _foreign_duckdb(path: Path) -> bool:
 
 
 def _view(args: argparse.Namespace) -> int:
+    from looptrace.tracer.store.backend import catalog_name, catalog_target
+
+    if args.catalog:
+        args.path = catalog_target(args.catalog)  # iceberg:NAME, also what --web's child is given
     path = Path(args.path)
-    if not path.exists():
+    if catalog_name(args.path) is None and not path.exists():
         from looptrace.tracer.cli.program import program
 
         print(f"error: {path}: no such store (create one with: {program()} demo --db {shlex.quote(str(path))})",
               file=sys.stderr)
         return 1
-    problem = _unreadable(path)
+    problem = _unreadable(path) if catalog_name(args.path) is None else _unreadable_catalog(args.path)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 1
@@ -78,6 +94,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "looptrace view demo.duckdb\n"
                     "  looptrace view demo.duckdb --web --port 8008   (then open http://127.0.0.1:8008)")
     p.add_argument("path", nargs="?", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    p.add_argument("--catalog", default=None, metavar="NAME",
+                   help="view an Iceberg catalog instead, read-only (docs/scale.md; needs the scale extra)")
     p.add_argument("--refresh", type=float, default=2.0,
                    help="seconds between live refreshes (default 2; 0 turns them off)")
     p.add_argument("--web", action="store_true",

@@ -162,6 +162,10 @@ def _rows(results: Sequence[RunDiagnoses]) -> list[dict[str, Any]]:
 def _write(store: Store | ParquetSource, results: Sequence[RunDiagnoses]) -> None:
     data = pa.Table.from_pylist(_rows(results), schema=arrow_schema("diagnoses"))  # noqa: F841 - read by SQL
     ids = [r.run_id for r in results]
+    replace = getattr(store, "replace_diagnoses", None)  # an Iceberg catalog: one atomic overwrite
+    if replace is not None:
+        replace(ids, data)
+        return
     with store.writer() as conn:
         conn.execute("BEGIN TRANSACTION")
         try:

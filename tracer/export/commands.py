@@ -12,6 +12,13 @@ __all__ = ["register"]
 
 
 def _export(args: argparse.Namespace) -> int:
+    if bool(args.parquet) == bool(args.catalog):
+        print("error: give one of --parquet DIR or --catalog NAME", file=sys.stderr)
+        return 2
+    if args.catalog:
+        from .catalog_command import export_to_catalog
+
+        return export_to_catalog(args)
     from ..store import StoreError
 
     from ..cli.progress import Progress
@@ -43,11 +50,14 @@ def _export(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
         sub, "export", "Write the store as Parquet partitioned by table, day and agent (docs/parquet.md); "
-        "`looptrace sql` and `looptrace analyze` read the folder like a store.",
+        "`looptrace sql` and `looptrace analyze` read the folder like a store; or copy it into an Iceberg catalog.",
         f"looptrace export --db {DEFAULT_DB} --parquet traces-parquet/ --since auto",
     )
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
-    p.add_argument("--parquet", required=True, metavar="DIR", help="export folder (created if missing)")
+    p.add_argument("--parquet", default=None, metavar="DIR", help="export folder (created if missing)")
+    p.add_argument("--catalog", default=None, metavar="NAME",
+                   help="copy the store's finished runs into this Iceberg catalog instead (idempotent: runs "
+                   "already there are skipped); needs the scale extra (docs/scale.md)")
     p.add_argument("--since", default=None, metavar="TIMESTAMP|auto",
                    help="only runs ready at or after this UTC time; 'auto': since the folder's last export. "
                    "Runs already in the folder are never written twice.")

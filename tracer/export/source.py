@@ -10,55 +10,30 @@ locked-down session may read files in the export folder and nowhere else (DuckDB
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from ..store import Store, lockdown
-from ..store.migrations import apply_views, migrate
+from ..store.backend import catalog_name
+from ..store.migrations import apply_views
+from ..store.parquet_views import table_columns, view_sql
 from ..store.tables import RECORD_TABLES
 
 from .layout import MANIFEST, ExportError, Manifest, part_files, read_manifest
 
+if TYPE_CHECKING:
+    from ..store.iceberg import CatalogStore
+
 __all__ = ["ParquetSource", "open_source", "table_columns"]
-
-
-@functools.cache
-def table_columns(table: str) -> tuple[tuple[str, str], ...]:
-    """(name, type) of a base table at the current schema version, from a freshly migrated database."""
-    conn = duckdb.connect()
-    try:
-        migrate(conn)
-        return tuple((r[0], r[1]) for r in conn.execute(f"DESCRIBE {table}").fetchall())
-    finally:
-        conn.close()
 
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _view_sql(conn: duckdb.DuckDBPyConnection, table: str, files: list[Path]) -> str:
-    columns = table_columns(table)
-    if not files:
-        select = ", ".join(f"CAST(NULL AS {kind}) AS {_quote(name)}" for name, kind in columns)
-        return f"CREATE VIEW {table} AS SELECT {select} WHERE false"
-    source = (f"read_parquet([{', '.join(_literal(str(f)) for f in files)}], "
-              "hive_partitioning = false, union_by_name = true)")
-    present = {r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    select = ", ".join(
-        f"CAST({_quote(name) if name in present else 'NULL'} AS {kind}) AS {_quote(name)}"
-        for name, kind in columns
-    )
-    return f"CREATE VIEW {table} AS SELECT {select} FROM {source}"
 
 
 class ParquetSource:
@@ -88,7 +63,8 @@ class ParquetSource:
         try:
             try:
                 for table in RECORD_TABLES:
-                    conn.execute(_view_sql(conn, table, part_files(folder, table, manifest.readable(table))))
+                    files = part_files(folder, table, manifest.readable(table))
+                    conn.execute(view_sql(conn, table, [str(f) for f in files]))
             except duckdb.Error as exc:
                 raise ExportError(f"{self.path}: cannot read the export: {str(exc).splitlines()[0]}") from exc
             apply_views(conn)
@@ -105,8 +81,14 @@ class ParquetSource:
         yield  # pragma: no cover - makes this a generator
 
 
-def open_source(path: str | os.PathLike[str]) -> Store | ParquetSource:
-    """A ``Store`` for a store file, a ``ParquetSource`` for an export folder."""
+def open_source(path: str | os.PathLike[str]) -> Store | ParquetSource | CatalogStore:
+    """A ``Store`` for a store file, a ``ParquetSource`` for an export folder, a ``CatalogStore`` for
+    ``iceberg:NAME`` (``store/backend.py``)."""
+    name = catalog_name(path)
+    if name is not None:
+        from ..store.iceberg import CatalogStore
+
+        return CatalogStore(name)
     p = Path(path)
     if p.is_dir():
         if (p / MANIFEST).is_file():

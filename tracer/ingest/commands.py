@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..cli.main import add_command
 from ..cli.plural import count
 from ..store import DEFAULT_DB
+from ..store.backend import add_catalog_option, catalog_name, store_target
 
 if TYPE_CHECKING:
     from .otlp.buffer import ReceiverStats
@@ -102,6 +103,7 @@ def _collect(args: argparse.Namespace) -> int:
     if args.port is None and args.grpc_port is None:
         print("error: --port off and --grpc-port off leave nothing to listen on", file=sys.stderr)
         return 2
+    args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
     receiver = _start(args)
     if receiver is None:
         return 1
@@ -142,7 +144,7 @@ def _collect(args: argparse.Namespace) -> int:
         print(f"warning: the store refused the runs of {count(s.refused_traces, 'trace')} (kept as spans) and "
               f"{count(s.lost_spans, 'span')}; last error: {s.last_error}", file=sys.stderr)
     try:
-        if s.spans_written:
+        if s.spans_written and catalog_name(args.db) is None:  # a catalog has no segments to absorb
             Store(args.db).try_compact()
     except StoreError as exc:  # the segments stay; the next reader absorbs them
         print(f"warning: could not compact {args.db}: {exc}", file=sys.stderr)
@@ -162,6 +164,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"looptrace collect --db {DEFAULT_DB} --port 4318   # then OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
     )
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    add_catalog_option(p, reads=False)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=4318,
                    help="OTLP/HTTP port (default 4318; 0 picks a free one; off serves no HTTP)")

@@ -8,17 +8,19 @@ import sys
 
 from ..cli.main import add_command
 from ..store import DEFAULT_DB
+from ..store.backend import add_catalog_option
 
 __all__ = ["register"]
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from ..store.backend import store_target
     from .sql import QueryError, run_query
 
     try:
         # The path, not an opened store: the child opens it (and reports a bad one), so this
         # process never imports DuckDB (``make bench`` cli_startup).
-        result = run_query(args.db, args.query, limit=args.limit, timeout=args.timeout,
+        result = run_query(store_target(args), args.query, limit=args.limit, timeout=args.timeout,
                            memory_gb=args.memory)
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -49,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("query", help="one SQL statement")
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path or Parquet export folder (default {DEFAULT_DB})")
+    add_catalog_option(p, reads=True)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="table (long values wrap inside their column), csv or json (default table)")
     p.add_argument("--full", action="store_true",

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from ..records.actions import call_key
 from ..records.batch import FORMAT_VERSION, Records, TableData
+from ..store.backend import RowWriter, catalog_name
 from ..store.segments import SegmentWriter
 from .redact import Redactor
 from .rows import redact_tables
@@ -27,7 +28,8 @@ __all__ = ["Sink"]
 
 
 class Sink:
-    """Writes record batches into the store at ``store_path`` as segments (see ``store/segments.py``).
+    """Writes record batches into the store at ``store_path`` as segments (see ``store/segments.py``),
+    or into an Iceberg catalog when ``store_path`` is ``iceberg:NAME`` (``store/backend.py``).
 
     ``write`` raises what the write raised (a full disk, a read-only folder): each source decides
     what a failed write means for it (the exporter logs and counts it, the receiver answers 503 and
@@ -39,7 +41,7 @@ class Sink:
     ) -> None:
         self.store_path = os.fspath(store_path)
         self.redactor = redactor if redactor is not None else Redactor()
-        self._writer = SegmentWriter(store_path, durable=durable)
+        self._writer = _row_writer(store_path, durable)
 
     def write(self, records: Records | Mapping[str, TableData]) -> str | None:
         """Redact and write one batch as one segment (seen whole or not at all); its name, or None
@@ -61,6 +63,16 @@ def _unlisted(tables: dict[str, TableData]) -> dict[str, TableData]:
         return tables
     kept = [r for r in manifest if r.get("record") not in _UNLISTED]
     return {**tables, "redaction_records": kept}
+
+
+def _row_writer(target: str | os.PathLike[str], durable: bool) -> RowWriter:
+    """Segments beside a DuckDB file, or appends to an Iceberg catalog (``iceberg:NAME``, store/backend.py)."""
+    name = catalog_name(target)
+    if name is not None:
+        from ..store.iceberg import CatalogStore
+
+        return CatalogStore(name)
+    return SegmentWriter(target, durable=durable)
 
 
 def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:

@@ -74,7 +74,12 @@ def _import(args: argparse.Namespace) -> int:
 
     progress = _Progress(sys.stderr)
     try:
-        report = import_paths(Store(args.db), args.paths, progress=progress)
+        if args.catalog:  # appended through the sink like any import; runs already there are skipped
+            from ...store.iceberg import CatalogStore
+
+            report = import_paths(CatalogStore(args.catalog), args.paths, progress=progress)
+        else:
+            report = import_paths(Store(args.db), args.paths, progress=progress)
     except StoreError as exc:
         progress.close()
         print(f"error: {exc}", file=sys.stderr)
@@ -96,7 +101,10 @@ def _import(args: argparse.Namespace) -> int:
     if report.runs_imported:
         from ...on_stored import notify_stored
 
-        notify_stored(args.db, out=sys.stdout)  # the runs without a diagnosis: the ones just imported
+        from ...store.backend import store_target
+
+        # the runs without a diagnosis: the ones just imported
+        notify_stored(store_target(args), out=sys.stdout)
     if not report.ok:
         print("error: nothing could be imported", file=sys.stderr)
     return 0 if report.ok else 1
@@ -127,5 +135,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--formats", action="store_true",
                    help="list the formats it reads (plug-ins included) and exit")
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
+    p.add_argument("--catalog", default=None, metavar="NAME",
+                   help="import into an Iceberg catalog instead (docs/scale.md; needs the scale extra)")
     p.set_defaults(func=_import)
 

@@ -22,6 +22,8 @@ from typing import Any
 
 from ...sink import Sink
 from ...store import Store, StoreError
+from ...store.backend import catalog_target
+from ...store.iceberg.catalog import CatalogStore
 from . import otlp_json, span_exports
 from .detect import read_document
 from .formats import TrajectoryFormatError, is_candidate, stream_file
@@ -125,7 +127,7 @@ class _Writer:
     files that all fail. Importing the same content twice adds nothing.
     """
 
-    def __init__(self, store: Store, report: ImportReport, sink: Sink) -> None:
+    def __init__(self, store: Store | CatalogStore, report: ImportReport, sink: Sink) -> None:
         self.store, self.report, self.sink = store, report, sink
         self.batch: list[tuple[Path, list[Trajectory]]] = []
         self.present: set[str] = set()
@@ -137,7 +139,7 @@ class _Writer:
         if self._loaded or not runs:
             return
         self._loaded = True
-        if self.store.path.exists() or self.store.segments_dir.exists():
+        if _has_rows(self.store):
             with self.store.reader(locked_down=False) as conn:
                 self.present.update(r[0] for r in conn.execute(PRESENT_RUNS).fetchall())
 
@@ -173,7 +175,7 @@ class _Writer:
         """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""
         stored: dict[str, dict[str, str | None]] = {}
         try:
-            if self.store.path.exists() or self.store.segments_dir.exists():
+            if _has_rows(self.store):
                 with self.store.reader(locked_down=False) as conn:
                     rows = conn.execute(STORED_SPANS, [parsed.trace_ids]).fetchall()
                 for trace_id, span_id, run_id in rows:
@@ -199,6 +201,13 @@ class _Writer:
         self.report.steps_imported += sum(len({s.step for s in t.steps}) for t in fresh.values())
         self.report.runs_without_steps += sum(1 for t in fresh.values() if not t.steps)
         self.present.update(fresh)
+
+
+def _has_rows(store: Store | CatalogStore) -> bool:
+    """Whether there is anything to look runs up in yet (never creates a store to find out)."""
+    if isinstance(store, Store):
+        return store.path.exists() or store.segments_dir.exists()
+    return store.table("run_records") is not None
 
 
 def _rows(trajectories: Iterable[Trajectory]) -> dict[str, list[dict[str, Any]]]:
@@ -243,13 +252,14 @@ def write_trajectories(store: Store, trajectories: Sequence[Trajectory], sink: S
 
 
 def import_paths(
-    store: Store, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None,
+    store: Store | CatalogStore, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None,
     sink: Sink | None = None,
 ) -> ImportReport:
     """Import every trajectory file under ``paths`` into ``store``; see the module docstring."""
     files, missing = collect_files(paths)
     report = ImportReport(files_seen=len(files), skipped=list(missing))
-    writer = _Writer(store, report, sink or Sink(store.path))
+    target = catalog_target(store.name) if isinstance(store, CatalogStore) else store.path
+    writer = _Writer(store, report, sink or Sink(target))
     try:
         for done, path in enumerate(files, 1):
             parsed = _parse(path)

@@ -1,0 +1,80 @@
+"""``looptrace analyze --catalog``: one process, and one Ray task per partition on a real two-node cluster.
+
+The demo's store is exported into a catalog; the analysis over the catalog in one process, the
+analysis as Ray tasks on a local cluster of two one-CPU nodes (``ray.cluster_utils.Cluster``, usage
+stats off, a small object store) and the analysis of the DuckDB store itself must give every run the
+same primary label, and the catalog's diagnoses table must hold what was printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from looptrace.tracer.export.source import open_source
+
+from .conftest import query
+from .test_catalog import catalog_env, cli
+
+pytest.importorskip("pyiceberg")
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+NAME = "raytest"
+
+
+def _primary(analysis: list[dict]) -> dict[str, str | None]:
+    return {r["run_id"]: next((d["label"] for d in r["diagnoses"] if d["is_primary"]), None) for r in analysis}
+
+
+@pytest.fixture(scope="module")
+def two_nodes():  # noqa: ANN201 - a ray.cluster_utils.Cluster
+    from ray.cluster_utils import Cluster
+
+    small = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        cluster = Cluster(initialize_head=True, head_node_args={**small, "include_dashboard": False})
+        try:
+            cluster.add_node(**small)
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            cluster.shutdown()
+
+
+def test_ray_and_one_process_give_every_run_the_same_primary_label(
+    demo: Path, tmp_path: Path, two_nodes, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    env = {**catalog_env(tmp_path / "catalog", NAME), "RAY_USAGE_STATS_ENABLED": "0"}
+    cli("export", "--db", str(demo), "--catalog", NAME, env=env)
+    over_store = _primary(json.loads(cli("analyze", "--db", str(demo), "--json").stdout))
+
+    one = cli("analyze", "--catalog", NAME, "--json", env=env)
+    on_ray = cli("analyze", "--catalog", NAME, "--ray", two_nodes.address, "--json", env=env)
+    one_process, ray_tasks = _primary(json.loads(one.stdout)), _primary(json.loads(on_ray.stdout))
+    finished = {r[0] for r in query(demo, "SELECT run_id FROM runs WHERE status <> 'incomplete'")}
+    assert set(ray_tasks) == finished
+    assert ray_tasks == one_process == {k: v for k, v in over_store.items() if k in finished}
+    assert len(set(ray_tasks.values())) > 2  # the demo's scenarios fail in different ways
+    # Progress as partitions finish, one line each; every partition with runs was a task.
+    lines = [ln for ln in on_ray.stderr.splitlines() if ln.startswith("partition ")]
+    assert lines and lines[-1].startswith(f"partition {len(lines)}/{len(lines)} done"), on_ray.stderr
+    assert sum(int(ln.split("(")[1].split()[0]) for ln in lines) == len(finished)
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with open_source(f"iceberg:{NAME}").reader() as conn:
+        stored = dict(conn.execute("SELECT run_id, label FROM diagnoses WHERE is_primary").fetchall())
+        n_rows = conn.execute("SELECT count(*) FROM diagnoses").fetchone()[0]
+    assert stored == {k: v for k, v in ray_tasks.items() if v is not None}
+    # Analysed twice (one process, then Ray): each run's diagnoses were replaced, not added again.
+    assert n_rows == sum(len(r["diagnoses"]) for r in json.loads(on_ray.stdout))
+
+
+def test_ray_without_a_catalog_is_refused(tmp_path: Path) -> None:
+    done = cli("analyze", "--db", str(tmp_path / "x.duckdb"), "--ray", "auto", ok=False)
+    assert done.returncode == 2 and "--catalog" in done.stderr
+

@@ -1,0 +1,288 @@
+"""``CatalogStore``: the store's tables in an Iceberg catalog, written and read like a DuckDB store.
+
+It is both sides of the storage seam (``store/backend.py``): ``write(rows)`` is what the sink calls
+(one Iceberg append per table), ``reader()`` is a DuckDB session with the documented views, and
+``replace_diagnoses`` is the analyzer's one update. The catalog is pyiceberg's, loaded by name from
+``.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__<NAME>__*`` variables: a SQL catalog (SQLite on one
+machine, PostgreSQL for a team) or a REST catalog.
+
+Many writers: an Iceberg commit is one compare-and-swap of the table's metadata pointer in the
+catalog, so two appends never overwrite each other; the loser refreshes and commits again
+(pyiceberg retries, up to ``COMMIT_RETRIES`` times, set on every table this code creates; SQLite's
+own "database is locked" is retried here). Iceberg has no commit across tables, so a batch is
+appended table by table with ``run_records`` last: a run appears in ``runs`` only once its steps,
+calls and spans are in. The object is picklable (only the catalog's name travels), so a query child
+process or a Ray task reopens the catalog itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import duckdb
+
+from ..errors import StoreError
+from ..segments import TableData, arrow_schema, to_arrow
+from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
+from .session import local_path, open_session
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+__all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES", "as_store_arrow",
+           "retrying"]
+
+EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
+COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
+_PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
+               "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
+_T = TypeVar("_T")
+log = logging.getLogger(__name__)
+
+
+class CatalogError(StoreError):
+    """A catalog that cannot be loaded, read or written, with what to do about it."""
+
+
+def load_catalog(name: str) -> Catalog:
+    """The pyiceberg catalog ``name``; a one-line error naming the extra when pyiceberg is missing."""
+    try:
+        from pyiceberg.catalog import load_catalog as _load
+    except ImportError:
+        raise CatalogError(f"--catalog needs pyiceberg: {EXTRA_HINT}") from None
+    try:
+        from pyiceberg.utils.config import Config
+
+        # pyiceberg reads .pyiceberg.yaml and the environment once, at import; read them now, so a
+        # long-lived process (a test run, a notebook) sees the configuration as it is when it opens.
+        return _load(name, **(Config().get_catalog_config(name) or {}))
+    except ImportError as exc:
+        raise CatalogError(f"catalog {name!r} needs a package pyiceberg could not import ({exc}): {EXTRA_HINT}") from None
+    except Exception as exc:  # noqa: BLE001 - pyiceberg raises ValueError, NotInstalledError, ...: one message
+        raise CatalogError(
+            f"catalog {name!r} cannot be loaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            f"configure it in .pyiceberg.yaml or with PYICEBERG_CATALOG__{name.upper()}__URI and __WAREHOUSE"
+        ) from exc
+
+
+def _transient(exc: BaseException) -> bool:
+    """A commit that lost a race pyiceberg gave up on, or SQLite busy with another writer."""
+    if isinstance(exc, StoreError):
+        return False
+    from pyiceberg.exceptions import CommitFailedException
+
+    if isinstance(exc, CommitFailedException):
+        return True
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
+    stop = time.monotonic() + deadline
+    delay = 0.02
+    while True:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - only transient ones are retried, the rest re-raised
+            if not _transient(exc) or time.monotonic() >= stop:
+                raise
+            log.debug("looptrace: %s raced another writer (%s); retrying", what, exc)
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 1.0)
+
+
+def as_store_arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
+    """Rows as an Arrow table of the store's schema (an Arrow table is cast, its columns put in order)."""
+    import pyarrow as pa
+
+    schema = arrow_schema(table)
+    if isinstance(rows, pa.Table):
+        have = set(rows.schema.names)
+        return pa.table({f.name: rows.column(f.name).cast(f.type) if f.name in have
+                         else pa.nulls(rows.num_rows, f.type) for f in schema}, schema=schema)
+    return to_arrow(rows, schema)
+
+
+class CatalogStore:
+    """The looptrace tables in the Iceberg catalog ``name`` (namespace ``looptrace``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._catalog: Catalog | None = None
+
+    def __repr__(self) -> str:
+        return f"CatalogStore({self.name!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["name"])  # type: ignore[misc]
+
+    @property
+    def path(self) -> str:
+        """What messages name the store by (the DuckDB store's attribute of the same name)."""
+        return f"catalog {self.name}"
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog(self.name)
+        return self._catalog
+
+    # -- tables ----------------------------------------------------------------------------------
+
+    def table(self, table: str) -> Table | None:
+        """The Iceberg table, or None if nothing has created it yet."""
+        catalog = self.catalog  # first: it says which extra is missing, if pyiceberg is
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        try:
+            return retrying(lambda: catalog.load_table(identifier(table)), f"loading {table}")
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+
+    def create_tables(self) -> dict[str, Table]:
+        """Every table, created if missing and given the columns later migrations added."""
+        retrying(lambda: self.catalog.create_namespace_if_not_exists(NAMESPACE), "creating the namespace")
+        return {t: self._ensure(t) for t in CATALOG_TABLES}
+
+    def _ensure(self, table: str) -> Table:
+        want = arrow_schema(table)
+
+        def create() -> Table:
+            schema = iceberg_schema(want)
+            return self.catalog.create_table_if_not_exists(
+                identifier(table), schema=schema, partition_spec=partition_spec(schema), properties=_PROPERTIES)
+
+        tbl = retrying(create, f"creating {table}")
+        while missing := missing_columns(tbl.schema(), want):
+            def evolve(tbl: Table = tbl, missing: list[str] = missing) -> None:
+                with tbl.update_schema() as update:
+                    update.union_by_name(want.select(missing))
+            try:
+                retrying(evolve, f"adding columns to {table}")
+            except Exception as exc:  # noqa: BLE001 - another writer added them first: look again
+                if "already exists" not in str(exc):
+                    raise
+            tbl = retrying(lambda: self.catalog.load_table(identifier(table)), f"loading {table}")
+        return tbl
+
+    # -- writing (the sink's RowWriter) ----------------------------------------------------------
+
+    def write(self, rows: Mapping[str, TableData | pa.Table]) -> str | None:
+        """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty."""
+        data = {t: as_store_arrow(t, r) for t, r in rows.items() if t in CATALOG_TABLES}
+        data = {t: d for t, d in data.items() if d.num_rows}
+        if not data:
+            return None
+        tables = self.create_tables()
+        snapshot = None
+        for table in sorted(data, key=lambda t: t == "run_records"):
+            snapshot = self._append(tables[table], data[table])
+        return snapshot
+
+    def _append(self, tbl: Table, data: pa.Table) -> str:
+        def attempt() -> str:
+            tbl.append(data)
+            current = tbl.current_snapshot()
+            return str(current.snapshot_id) if current else ""
+
+        def refresh_and_attempt() -> str:
+            try:
+                return attempt()
+            except Exception as exc:
+                if _transient(exc):
+                    tbl.refresh()
+                raise
+
+        return retrying(refresh_and_attempt, f"appending to {tbl.name()}")
+
+    def replace_diagnoses(self, run_ids: Sequence[str], data: pa.Table) -> None:
+        """The analyzer's write: these runs' diagnoses become ``data``, in one atomic overwrite."""
+        from pyiceberg.expressions import In
+
+        tbl = self.create_tables()["diagnoses"]
+        ids = sorted(set(run_ids))
+
+        def attempt() -> None:
+            try:
+                tbl.overwrite(data, overwrite_filter=In("run_id", ids))
+            except Exception as exc:
+                if _transient(exc):
+                    tbl.refresh()
+                raise
+
+        retrying(attempt, "replacing diagnoses")
+
+    @contextmanager
+    def writer(self, **_: object) -> Iterator[duckdb.DuckDBPyConnection]:
+        raise CatalogError(f"{self.path}: written through the sink and replace_diagnoses, not a DuckDB connection")
+        yield  # pragma: no cover - makes this a generator
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, list[Any]]:
+        """Each existing table's scan tasks in its current snapshot (one per data file)."""
+        out: dict[str, list[Any]] = {}
+        for table in CATALOG_TABLES:
+            tbl = self.table(table)
+            if tbl is not None:
+                out[table] = list(tbl.scan().plan_files())
+        if not out:
+            raise CatalogError(f"{self.path}: no looptrace tables in namespace {NAMESPACE!r} yet "
+                               "(nothing has been collected, imported or exported into it)")
+        return out
+
+    def partitions(self) -> dict[int | None, dict[str, list[str]]]:
+        """Local data files by partition (bucket of run_id) and table: a partition holds whole runs."""
+        out: dict[int | None, dict[str, list[str]]] = {}
+        for table, tasks in self.files().items():
+            for task in tasks:
+                path = local_path(task.file.file_path)
+                if path is None or task.delete_files:
+                    raise CatalogError(f"{self.path}: {task.file.file_path} is not a plain local data file; "
+                                       "analyse by partition with a local warehouse (docs/scale.md)")
+                key = task.file.partition[0] if len(task.file.partition) else None
+                out.setdefault(key, {}).setdefault(table, []).append(path)
+        return out
+
+    def _session_tables(self) -> tuple[dict[str, Any], list[str]]:
+        tables: dict[str, Any] = {}
+        folders: set[str] = set()
+        for table, tasks in self.files().items():
+            paths = [local_path(t.file.file_path) for t in tasks]
+            if all(p is not None for p in paths) and not any(t.delete_files for t in tasks):
+                tables[table] = [p for p in paths if p is not None]
+                folders.update(p.rsplit("/", 1)[0] for p in tables[table])  # type: ignore[union-attr]
+            else:  # an object store or delete files: read through pyiceberg
+                tbl = self.table(table)
+                tables[table] = tbl.scan().to_arrow() if tbl is not None else []
+        return tables, sorted(folders)
+
+    @contextmanager
+    def reader(self, *, locked_down: bool = True, memory_limit: str = "2GB", scratch: str | None = None,
+               **_: object) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only session: the catalog's current snapshot of every table, the documented views."""
+        from ..store import lockdown
+
+        tables, folders = self._session_tables()
+        try:
+            conn = open_session(tables)
+        except duckdb.Error as exc:
+            raise CatalogError(f"{self.path}: cannot read its tables: {str(exc).splitlines()[0]}") from exc
+        try:
+            if locked_down:
+                quoted = ", ".join("'" + f.replace("'", "''") + "/'" for f in folders)
+                conn.execute(f"SET allowed_directories = [{quoted}]")
+                lockdown(conn, memory_limit=memory_limit, scratch=scratch)
+            yield conn
+        finally:
+            conn.close()

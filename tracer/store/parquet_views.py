@@ -1,0 +1,53 @@
+"""A base table as a view over Parquet files, typed as the store's table.
+
+Shared by every reader whose tables are Parquet files rather than a DuckDB file: a Parquet export
+(``export/source.py``) and an Iceberg catalog's data files (``iceberg/session.py``). Each column is
+cast to the store's type at the current schema version, so a file written before a migration
+added a column reads it as NULL, and the documented views apply unchanged on top.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import duckdb
+
+from .migrations import migrate
+
+__all__ = ["table_columns", "view_sql"]
+
+
+@functools.cache
+def table_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """(name, type) of a base table at the current schema version, from a freshly migrated database."""
+    conn = duckdb.connect()
+    try:
+        migrate(conn)
+        return tuple((r[0], r[1]) for r in conn.execute(f"DESCRIBE {table}").fetchall())
+    finally:
+        conn.close()
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def typed_select(table: str, present: set[str]) -> str:
+    """The select list casting each of ``table``'s columns (NULL where ``present`` lacks it)."""
+    return ", ".join(f"CAST({_quote(name) if name in present else 'NULL'} AS {kind}) AS {_quote(name)}"
+                     for name, kind in table_columns(table))
+
+
+def view_sql(conn: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> str:
+    """``CREATE VIEW table`` over ``files``; with no files, an empty view of the right shape."""
+    if not files:
+        return f"CREATE VIEW {table} AS SELECT {typed_select(table, set())} WHERE false"
+    source = (f"read_parquet([{', '.join(_literal(str(f)) for f in files)}], "
+              "hive_partitioning = false, union_by_name = true)")
+    present = {r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    return f"CREATE VIEW {table} AS SELECT {typed_select(table, present)} FROM {source}"

@@ -82,8 +82,10 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
     # The default gRPC port taken (by another collect?) is no reason to refuse HTTP: serve HTTP alone.
     tries = [args.grpc_port, None] if args.grpc_port == _GRPC_DEFAULT and args.port is not None else [args.grpc_port]
     for grpc_port in tries:
+        # The journal is a table of a DuckDB store, keyed by trace, not by run: an Iceberg catalog
+        # (partitioned by run) does not hold it, so a catalog collect answers from memory as before.
         receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
-                                max_body=int(args.max_body_mb * (1 << 20)))
+                                max_body=int(args.max_body_mb * (1 << 20)), journal=catalog_name(args.db) is None)
         try:
             return receiver.start()
         except PortTaken as exc:

@@ -30,8 +30,9 @@ NAMESPACE = "looptrace"
 # runs. Fixed per table at creation (Iceberg can evolve a spec, but old files keep theirs).
 PARTITION_BUCKETS = 16
 PARTITION_FIELD = "run_bucket"
-# The store's record tables. writer_stats is a DuckDB-store process counter: a catalog has none.
-CATALOG_TABLES: tuple[str, ...] = tuple(t for t in RECORD_TABLES if t != "writer_stats")
+# The store's record tables. writer_stats is a DuckDB-store process counter and received_spans the
+# receiver's journal of open traces (keyed by trace, no run to partition by): a catalog has neither.
+CATALOG_TABLES: tuple[str, ...] = tuple(t for t in RECORD_TABLES if t not in ("writer_stats", "received_spans"))
 
 
 def identifier(table: str) -> tuple[str, str]:

@@ -10,15 +10,15 @@ acknowledged by the receiver: its span ids are printed as ``acked <id>`` lines, 
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
-import time
 from collections.abc import Sequence
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from .otlp_sender import send_traces
 
 
 class Noting(SpanExporter):
@@ -71,22 +71,7 @@ def main() -> None:
     provider.add_span_processor(BatchSpanProcessor(noting, max_queue_size=100_000, schedule_delay_millis=100,
                                                    max_export_batch_size=16))
     tracer = provider.get_tracer("acked_sender")
-    for t in range(traces):
-        agent = f"{tag}-agent-{t}"
-        with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}):
-            for i in range(steps):
-                with tracer.start_as_current_span("chat gpt-4o", attributes={
-                        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                        "gen_ai.usage.input_tokens": 100 + i, "gen_ai.usage.output_tokens": 10}):
-                    pass
-                with tracer.start_as_current_span("execute_tool echo", attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo",
-                        "gen_ai.tool.call.id": f"{agent}-{i}",
-                        "gen_ai.tool.call.arguments": json.dumps({"i": i}),
-                        "gen_ai.tool.call.result": f"{agent} {i}"}):
-                    pass
-                time.sleep(pause)
+    send_traces(tracer, tag, traces, steps, pause)
     provider.force_flush(timeout_millis=180_000)
     provider.shutdown()
     out = [f"acked {s}" for s in noting.acked] + [f"failed {noting.failed}"]

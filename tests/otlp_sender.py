@@ -18,19 +18,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Tracer
 
 
-def main() -> None:
-    url, tag, traces, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    total = traces * (1 + 2 * steps)
-    provider = TracerProvider(resource=Resource.create({"service.name": f"sender-{tag}"}))
-    # A queue that holds everything: this measures the receiver, not the SDK's drop policy.
-    grpc = sys.argv[5:] == ["grpc"]
-    exporter = GrpcSpanExporter(endpoint=url, insecure=True) if grpc else OTLPSpanExporter(endpoint=url)
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=total + 1,
-                                                   schedule_delay_millis=100))
-    tracer = provider.get_tracer("otlp_sender")
-    started = time.perf_counter()
+def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float = 0.0) -> None:
+    """``traces`` agent runs of ``steps`` steps each (a chat span and an echo tool span per step),
+    in the GenAI conventions; ``pause`` seconds after each step keeps a run open for a while."""
     for t in range(traces):
         agent = f"{tag}-agent-{t}"
         with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
@@ -46,6 +39,22 @@ def main() -> None:
                         "gen_ai.tool.call.arguments": json.dumps({"i": i}),
                         "gen_ai.tool.call.result": f"{agent} {i}"}):
                     pass
+                if pause:
+                    time.sleep(pause)
+
+
+def main() -> None:
+    url, tag, traces, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    total = traces * (1 + 2 * steps)
+    provider = TracerProvider(resource=Resource.create({"service.name": f"sender-{tag}"}))
+    # A queue that holds everything: this measures the receiver, not the SDK's drop policy.
+    grpc = sys.argv[5:] == ["grpc"]
+    exporter = GrpcSpanExporter(endpoint=url, insecure=True) if grpc else OTLPSpanExporter(endpoint=url)
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=total + 1,
+                                                   schedule_delay_millis=100))
+    tracer = provider.get_tracer("otlp_sender")
+    started = time.perf_counter()
+    send_traces(tracer, tag, traces, steps)
     ok = provider.force_flush(timeout_millis=120_000)
     elapsed = time.perf_counter() - started
     provider.shutdown()

@@ -12,15 +12,15 @@ import duckdb
 
 from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
 
-__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE"]
+__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE", "delta"]
 
 
 @dataclass(frozen=True)
 class StepFacts:
     step: int
     action: str  # the step's calls as text, to show ("" for a step without a tool)
-    tokens: int
-    cost_usd: float
+    tokens: int | None  # None: the source recorded no token counts (not zero)
+    cost_usd: float | None
     latency_ms: int
     key: str | None = None  # the step's action key (``records/actions.py``); without one, ``action``
 
@@ -117,5 +117,14 @@ FROM steps s WHERE s.run_id = ? GROUP BY s.run_id, s.step ORDER BY s.step
 
 
 def load_step_facts(conn: duckdb.DuckDBPyConnection, run_id: str) -> list[StepFacts]:
-    return [StepFacts(int(r[0]), str(r[1]).strip(), int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0), r[5])
+    return [StepFacts(int(r[0]), str(r[1]).strip(), None if r[2] is None else int(r[2]),
+                      None if r[3] is None else float(r[3]), int(r[4] or 0), r[5])
             for r in conn.execute(STEP_FACTS_SQL, [run_id]).fetchall()]
+
+
+def delta(a: int | float | None, b: int | float | None, *, a_exists: bool, b_exists: bool) -> int | float | None:
+    """B minus A, a missing step counting 0; None when a step that exists has no figure (imports
+    without token counts), so an unknown never reads as a saving or a cost."""
+    if (a_exists and a is None) or (b_exists and b is None):
+        return None
+    return (b or 0) - (a or 0)

@@ -124,13 +124,17 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(value: int | float | None, *, digits: int = 0) -> str | int | float:
+    return "?" if value is None else round(value, digits) if digits else value
+
+
 def _diff(args: argparse.Namespace) -> int:
     from looptrace.tracer.store import Store
     from looptrace.tracer.cli.table import format_table
 
     from looptrace.tracer.store import StoreError
 
-    from .diff import diff_runs, load_step_facts
+    from .diff import delta, diff_runs, load_step_facts
     from .recording import RecordingError, resolve_run
 
     try:
@@ -145,8 +149,10 @@ def _diff(args: argparse.Namespace) -> int:
         mark = "=" if p.same else ("-" if p.b is None else "+" if p.a is None else "~")
         rows.append([mark, p.a.step if p.a else "", (p.a or p.b).action[:50] if (p.a or p.b) else "",
                      p.b.step if p.b else "",
-                     (p.b.tokens if p.b else 0) - (p.a.tokens if p.a else 0),
-                     round((p.b.cost_usd if p.b else 0) - (p.a.cost_usd if p.a else 0), 6),
+                     _shown(delta(p.a and p.a.tokens, p.b and p.b.tokens, a_exists=p.a is not None,
+                                  b_exists=p.b is not None)),
+                     _shown(delta(p.a and p.a.cost_usd, p.b and p.b.cost_usd, a_exists=p.a is not None,
+                                  b_exists=p.b is not None), digits=6),
                      (p.b.latency_ms if p.b else 0) - (p.a.latency_ms if p.a else 0)])
     print(format_table(["", "step A", "action", "step B", "Δtokens", "Δcost_usd", "Δlatency_ms"], rows))
     if d.first_divergence is None:

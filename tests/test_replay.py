@@ -413,6 +413,23 @@ def test_diff_runs_first_divergence(
     assert (d.first_divergence, d.common) == (first, common)
 
 
+
+@pytest.mark.parametrize(
+    ("a", "b", "a_exists", "b_exists", "expected"),
+    [
+        (10, 25, True, True, 15),
+        (None, 25, True, True, None),  # an import without token counts: unknown, not a cost of 25
+        (10, None, True, True, None),
+        (None, 7, False, True, 7),  # a step only B has: its own figure
+        (4, None, True, False, -4),
+        (0, 0, True, True, 0),
+    ],
+)
+def test_diff_delta_keeps_unknown_figures_unknown(
+    a: int | None, b: int | None, a_exists: bool, b_exists: bool, expected: int | None,
+) -> None:
+    assert diff_module.delta(a, b, a_exists=a_exists, b_exists=b_exists) == expected
+
 # -- resume a killed run -------------------------------------------------------------------------------
 
 KILLED_TASK = "Review the shop before the deploy."

@@ -9,6 +9,10 @@ After a crash the next receiver reads the open spans back (``recover``) and fini
 the usual rules, each exactly once; it also remembers what was written recently, so a client retrying
 a request whose answer the crash swallowed adds nothing twice.
 
+The journal does not grow for ever: ``prune`` deletes the rows of spans already in ``spans`` once they
+are older than ``REMEMBER`` (the window the memory of written ids is read from), from the DuckDB file
+(segments are append-only); rows of open traces stay until their trace is written.
+
 Writes are *group commits*: requests arriving while a journal write is under way wait, and the next
 write takes all of them as one segment, so concurrent exporters share one fsync (``GroupCommit``).
 Waiting requests are bounded: past ``max_queued`` spans a request is refused at once (503 with a

@@ -12,7 +12,9 @@ that are not written with their trace already are written as they arrived to the
 ``received_spans`` (through the sink: redacted, one fsynced segment, grouped with the requests that
 arrived meanwhile; see ``journal.py``). A receiver
 started on a store reads back the spans a killed one left open and finishes their traces by the same
-rules, each once. When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
+rules, each once, as of when the journal last took a span of them (a complete trace is due at once).
+Spans of written traces leave the journal after ``journal.REMEMBER`` (``prune``: at start and every
+``prune_every`` seconds). When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
 write (a full disk), the request is answered 503 with ``Retry-After``, which OTLP clients retry; so is
 one that would hold more than ``max_buffered_spans`` in memory while the store refuses writes.
 

@@ -26,7 +26,9 @@ from looptrace.tracer.store.segments import list_segments, segments_dir
 from .conftest import PYTHON, ROOT, python_env, query
 from .test_ingest import genai_agent, request_of
 
-TRACES, STEPS, PAUSE = 4, 6, 0.75
+# 6 traces a sender (27 s of pauses): with 4 (18 s), one of 5 runs at load ~14 got only 2 kills in before
+# the senders finished (a kill cycle is a collect's start, the exporters' backoff, then traffic again).
+TRACES, STEPS, PAUSE = 6, 6, 0.75
 SENDERS = [("http", "h1"), ("http", "h2"), ("grpc", "g1"), ("grpc", "g2")]
 KILLS = 6
 

@@ -9,6 +9,7 @@ the journal, a killed receiver lost every open trace it had answered 200 for (0 
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import socket
@@ -18,9 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PYTHON, ROOT, python_env, query
+from looptrace.tracer.ingest.otlp import OtlpReceiver
+from looptrace.tracer.ingest.otlp.protocol import spans_of
+from looptrace.tracer.store.segments import list_segments, segments_dir
 
-TRACES, STEPS, PAUSE = 4, 6, 0.75
+from .conftest import PYTHON, ROOT, python_env, query
+from .test_ingest import genai_agent, request_of
+
+# 6 traces a sender (27 s of pauses): with 4 (18 s), one of 5 runs at load ~14 got only 2 kills in before
+# the senders finished (a kill cycle is a collect's start, the exporters' backoff, then traffic again).
+TRACES, STEPS, PAUSE = 6, 6, 0.75
 SENDERS = [("http", "h1"), ("http", "h2"), ("grpc", "g1"), ("grpc", "g2")]
 KILLS = 6
 
@@ -47,10 +55,20 @@ def _collect(db: Path, http: int, grpc: int) -> tuple[subprocess.Popen[str], int
     return proc, taken_back
 
 
-# Open (issue 24): in one of two CI runs of the merged main, seed 2 ended with every acknowledged span
-# in the journal (208 of 208 in received_spans) but 52 of them (4 traces) still open, not finished into
-# `spans` by the last collect. Listed by -ra as xfail while it fails, as xpass when it passes.
-@pytest.mark.xfail(strict=False, reason="open: 4 taken-back traces left unfinished in 1 of 2 CI runs (seed 2)")
+def _until_it_writes(db: Path, senders: list[subprocess.Popen[str]], timeout: float = 60) -> None:
+    """Until the started collect has written a segment (a request got through and was journaled), or
+    the senders are done. On a loaded machine a collect takes seconds to start and the exporters back
+    off for seconds after each kill: a kill 1 to 3 s after start then often came before any request,
+    found nothing open, and the run proved nothing. Waiting for traffic keeps every kill mid-export."""
+    folder = segments_dir(db)
+    before = set(list_segments(folder))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(s.poll() is None for s in senders):
+        if set(list_segments(folder)) - before:
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, seed: int) -> None:
@@ -66,7 +84,8 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     kills = taken_back = 0
     try:
         while kills < KILLS and any(s.poll() is None for s in senders):
-            time.sleep(rng.uniform(1.0, 3.0))  # up long enough between kills for the exporters to get through
+            _until_it_writes(db, senders)
+            time.sleep(rng.uniform(0.0, 1.0))  # a random moment once exports flow again
             collect.kill()  # SIGKILL: no handler, no flush
             collect.wait(timeout=30)
             kills += 1
@@ -100,3 +119,46 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     # The journal's open spans are all closed now: a later collect has nothing to take back.
     assert query(db, "SELECT count(*) FROM received_spans ANTI JOIN spans USING (trace_id, span_id)") == [(0,)]
     print(f"seed {seed}: {kills} kills, {taken_back} open spans taken back, {len(acked)} spans acknowledged and stored once; last collect: {out.strip()}")
+
+
+def _full_pipe() -> tuple[int, int]:
+    """A pipe whose buffer is already full: a process writing to it blocks until the other end reads."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        while True:
+            os.write(write, b"\n" * 65536)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write, True)
+    return read, write
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_while_collect_starts_still_finishes_the_traces_it_took_back(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """The cause of the kill test's rare failure (4 traces, 52 spans left open by the last collect): a
+    signal between ``start()``, which takes the open traces back, and the ``try`` that stops the
+    receiver ended the process there (a KeyboardInterrupt, or SIGTERM's default action) with the traces
+    only in memory. The window is held open here: collect's stdout is a full pipe, so its first line
+    blocks it right after ``start()``; the signal comes while it waits."""
+    db = tmp_path / "store.duckdb"
+    crashed = OtlpReceiver(db, port=None, settle=60)  # journals, writes nothing, never stops: a kill -9
+    for _ in range(2):
+        assert crashed.ingest(spans_of(request_of(lambda t: genai_agent(t, repeats=2))))
+    read, write = _full_pipe()
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
+                             "--grpc-port", "0", "--settle", "0.5", "--diagnose-every", "0"],
+                            cwd=ROOT, env=python_env(), stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    assert proc.stderr is not None
+    while "taken back" not in (line := proc.stderr.readline()):  # logged by start(), before the first print
+        assert line, proc.wait(30)
+    time.sleep(0.5)  # now blocked writing its first line, with the traces in memory only
+    proc.send_signal(sig)
+    with os.fdopen(read) as out:
+        printed = out.read()  # unblocks it; read to the end (the process exits)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    assert "listening on" in printed and "12 spans written in 2 traces" in printed, printed.strip()[-500:]
+    assert query(db, "SELECT count(*) FROM open_spans") == [(0,)]
+    assert query(db, "SELECT count(*), count(*) FILTER (status = 'ok') FROM runs") == [(2, 2)]

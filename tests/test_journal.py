@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -18,8 +19,8 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from looptrace.tracer.ingest.otlp import OtlpReceiver
-from looptrace.tracer.ingest.otlp.journal import GroupCommit, Overloaded, recover
+from looptrace.tracer.ingest.otlp import OtlpReceiver, TraceBuffer
+from looptrace.tracer.ingest.otlp.journal import GroupCommit, Overloaded, prune, recover
 from looptrace.tracer.ingest.otlp.protocol import spans_of
 from looptrace.tracer.records.spans import PlainSpan
 
@@ -62,6 +63,51 @@ def test_a_crashed_receivers_open_trace_is_finished_once_by_the_next(db: Path) -
     assert third.stats.duplicate_spans == 2
     assert query(db, "SELECT count(*), count(DISTINCT span_id) FROM spans") == [(3, 3)]
     assert query(db, "SELECT count(*) FROM runs") == [(1,)]
+
+
+def test_taken_back_traces_keep_their_age_so_settle_and_idle_timeout_run_from_the_journal(db: Path) -> None:
+    """A trace taken back is held as of when the journal last took a span of it, not as of the restart:
+    restarted more often than ``idle_timeout``, a receiver used to hold a rootless trace for ever, and a
+    complete trace waited a whole ``settle`` again after each restart."""
+    complete = spans_of(request_of(lambda t: genai_agent(t, repeats=1)))
+    rootless = _open_trace()
+    crashed = OtlpReceiver(db, port=None, settle=60)  # journals both, writes nothing: then "killed"
+    assert crashed.ingest(complete) and crashed.ingest(rootless)
+    left = recover(str(db))
+    assert set(left.last_received) == {complete[0].trace_id, rootless[0].trace_id}
+    ages = left.ages(max(left.last_received.values()))
+    assert all(0 <= age < 60 for age in ages.values())
+    # As if the receiver restarted 700 s after the journal took them (settle 2 s, idle timeout 600 s).
+    buffer = TraceBuffer(settle=2.0, idle_timeout=600.0)
+    buffer.restore(left.spans, left.written, 1000.0, {t: age + 700 for t, age in ages.items()})
+    due = {part.trace_id: part.held.has_root for part in buffer.take(1000.0).parts if part.held}
+    assert due == {complete[0].trace_id: True, rootless[0].trace_id: False}  # settled; idle: incomplete
+    # Restarted at once: the complete trace waits out the rest of its settle, nothing is due yet.
+    again = TraceBuffer(settle=2.0, idle_timeout=600.0)
+    again.restore(left.spans, left.written, 1000.0, {t: 0.5 for t in ages})
+    assert again.take(1000.0).parts == [] and again.buffered_spans == len(left.spans)
+    assert [p.trace_id for p in again.take(1001.6).parts] == [complete[0].trace_id]
+
+
+def test_the_journal_drops_written_spans_past_its_memory_and_keeps_what_a_restart_needs(db: Path) -> None:
+    done = spans_of(request_of(lambda t: genai_agent(t, repeats=2)))
+    root = [s for s in done if not s.parent_span_id]
+    children = [s for s in done if s.parent_span_id]
+    still_open = _open_trace()
+    crashed = OtlpReceiver(db, port=None, settle=0)  # never stopped: what it holds is dropped, as by kill -9
+    assert crashed.ingest(children) and crashed.ingest(still_open)  # no root yet: journaled
+    assert crashed.ingest(root)  # completes `done`: written to spans at once (settle 0)
+    journal = "SELECT count(*), count(*) FILTER (trace_id = ?) FROM received_spans"
+    assert query(db, journal, [still_open[0].trace_id]) == [(len(children) + 3, 3)]
+    assert prune(str(db)) == 0  # written a moment ago: kept, a restart still knows its span ids
+    assert prune(str(db), remember=timedelta(0)) == len(children)  # past the window: the written ones go
+    assert query(db, journal, [still_open[0].trace_id]) == [(3, 3)]  # the open trace's spans stay
+    with OtlpReceiver(db, port=None, settle=0) as restarted:
+        assert restarted.stats.recovered_spans == 3
+    # `done`: 2 tool steps and the answer; the open one: its 1 tool step and the chat before it.
+    assert query(db, "SELECT status, n_steps FROM runs ORDER BY status") == [("incomplete", 2), ("ok", 3)]
+    assert query(db, "SELECT count(*) - count(DISTINCT span_id) FROM spans") == [(0,)]
+    assert query(db, "SELECT count(*) FROM open_spans") == [(0,)]
 
 
 def test_concurrent_requests_share_journal_writes() -> None:

@@ -11,6 +11,9 @@ import os
 import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -28,8 +31,28 @@ __all__ = ["register", "status_line"]
 _GRPC_DEFAULT = 4317
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # SIGTERM ends the receiver the way Ctrl-C does: buffered traces are written
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_POLL = 0.2  # seconds between looks at the stop flag (a signal taken by another thread wakes no one)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM from the very start ask for a stop (the signal is appended to the list)
+    instead of raising wherever the main thread happens to be. A KeyboardInterrupt raised between
+    ``start()`` (which takes back the journal's open traces) and the ``try`` that stops the receiver
+    left those traces unwritten: the cause of the kill test's 4 open traces (issue 24). A flag, not an
+    Event: a handler that sets an Event can deadlock on the lock the interrupted ``wait`` holds."""
+    asked: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        asked.append(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in _STOP_SIGNALS}
+    try:
+        yield asked
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _diagnose_as_they_land(receiver: OtlpReceiver, db: str, every: float, stop: threading.Event) -> None:
@@ -98,21 +121,10 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
     return None
 
 
-def _collect(args: argparse.Namespace) -> int:
-    from ..on_stored import notify_stored
-    from ..store import Store, StoreError
-
-    if args.port is None and args.grpc_port is None:
-        print("error: --port off and --grpc-port off leave nothing to listen on", file=sys.stderr)
-        return 2
-    args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
-    receiver = _start(args)
-    if receiver is None:
-        return 1
+def _announce(args: argparse.Namespace, receiver: OtlpReceiver) -> None:
     if receiver.stats.recovered_spans:
         print(f"looptrace collect: {count(receiver.stats.recovered_spans, 'span')} of open traces taken back "
               "from the journal (a collect before this one stopped without writing them)", flush=True)
-    previous = signal.signal(signal.SIGTERM, _stop)
     where = [receiver.url] if args.port is not None else []
     if receiver.serves_grpc:
         where.append(f"{receiver.grpc_url} (gRPC)")
@@ -121,23 +133,38 @@ def _collect(args: argparse.Namespace) -> int:
               "(--grpc-port N to choose another)", file=sys.stderr)
     print(f"looptrace collect: listening on {', '.join(where)}, writing to {args.db} (Ctrl-C to stop)",
           flush=True)
-    stop = threading.Event()
-    if sys.stderr.isatty() and not os.environ.get("CI"):
-        threading.Thread(target=_show_status, args=(receiver, stop), name="looptrace-status", daemon=True).start()
-    diagnosing = threading.Thread(target=_diagnose_as_they_land, args=(receiver, args.db, args.diagnose_every, stop),
-                                  name="looptrace-diagnose", daemon=True)
-    if args.diagnose_every > 0:
-        diagnosing.start()
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        stop.set()
-        if diagnosing.is_alive():
-            diagnosing.join()
-        receiver.stop()
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from ..on_stored import notify_stored
+    from ..store import Store, StoreError
+
+    if args.port is None and args.grpc_port is None:
+        print("error: --port off and --grpc-port off leave nothing to listen on", file=sys.stderr)
+        return 2
+    args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
+    with _stop_on_signals() as asked:
+        receiver = _start(args)
+        if receiver is None:
+            return 1
+        stop = threading.Event()
+        diagnosing = threading.Thread(target=_diagnose_as_they_land,
+                                      args=(receiver, args.db, args.diagnose_every, stop),
+                                      name="looptrace-diagnose", daemon=True)
+        try:  # from here on the receiver is stopped (its buffered traces written) whatever happens
+            _announce(args, receiver)
+            if sys.stderr.isatty() and not os.environ.get("CI"):
+                threading.Thread(target=_show_status, args=(receiver, stop), name="looptrace-status",
+                                 daemon=True).start()
+            if args.diagnose_every > 0:
+                diagnosing.start()
+            while not asked:
+                time.sleep(_POLL)
+        finally:
+            stop.set()
+            if diagnosing.is_alive():
+                diagnosing.join()
+            receiver.stop()
     s = receiver.stats
     print(f"looptrace collect: {count(s.spans_written, 'span')} written in {count(s.traces_written, 'trace')} "
           f"({s.incomplete_traces} incomplete, {s.late_spans} late, {count(s.duplicate_spans, 'duplicate')} dropped); "

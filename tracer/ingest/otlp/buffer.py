@@ -127,15 +127,21 @@ class TraceBuffer:
         return set(by_trace)
 
     def restore(self, spans: Sequence[PlainSpan], written: Sequence[tuple[str, str, str | None]],
-                now: float) -> None:
+                now: float, ages: Mapping[str, float] | None = None) -> None:
         """Take back what a receiver that died left in the journal: the ids it had written lately (so
-        a retried span is dropped, a late one placed), then its open spans, held as if just received."""
+        a retried span is dropped, a late one placed), then its open spans, held as if received
+        ``ages[trace]`` seconds before ``now`` (when the journal last took a span of that trace), so
+        settle and idle timeout count from then: a complete trace taken back is due at once."""
         for trace_id, span_id, run_id in written:
             self._remember(trace_id, span_id, run_id)
         received = self.stats.spans_received
         self.add(spans, now)
         self.stats.spans_received = received
         self.stats.recovered_spans += len(spans)
+        for trace_id, age in (ages or {}).items():
+            t = self._open.get(trace_id)
+            if t is not None:
+                t.last_seen = now - age
 
     def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
         """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued

@@ -9,6 +9,10 @@ After a crash the next receiver reads the open spans back (``recover``) and fini
 the usual rules, each exactly once; it also remembers what was written recently, so a client retrying
 a request whose answer the crash swallowed adds nothing twice.
 
+The journal does not grow for ever: ``prune`` deletes the rows of spans already in ``spans`` once they
+are older than ``REMEMBER`` (the window the memory of written ids is read from), from the DuckDB file
+(segments are append-only); rows of open traces stay until their trace is written.
+
 Writes are *group commits*: requests arriving while a journal write is under way wait, and the next
 write takes all of them as one segment, so concurrent exporters share one fsync (``GroupCommit``).
 Waiting requests are bounded: past ``max_queued`` spans a request is refused at once (503 with a
@@ -26,9 +30,11 @@ from typing import Any
 
 from ...records.spans import PlainSpan
 from ...records.text import to_json
-from ...store import Store
+from ...store import Store, StoreError
+from ...store.store import is_lock_error
 
-__all__ = ["JOURNAL", "GroupCommit", "Overloaded", "Recovered", "journal_rows", "spans_of_rows", "recover"]
+__all__ = ["JOURNAL", "REMEMBER", "GroupCommit", "Overloaded", "Recovered", "journal_rows", "spans_of_rows", "recover",
+           "prune"]
 
 JOURNAL = "received_spans"
 
@@ -41,6 +47,14 @@ QUALIFY row_number() OVER (PARTITION BY r.trace_id, r.span_id ORDER BY r.receive
 ORDER BY r.received_at
 """
 
+# When each open trace last received a span: a trace taken back keeps its age, so the settle and idle
+# rules run from what was durable, not from the restart (restarted often, an orphan never timed out).
+OPEN_TRACES_SQL = """
+SELECT r.trace_id, max(r.received_at)
+FROM received_spans r ANTI JOIN spans s USING (trace_id, span_id)
+GROUP BY r.trace_id
+"""
+
 # Spans of traces written lately (journaled since ?), with the run each was mapped to: the memory a
 # receiver needs to drop a retried span instead of storing it twice. Bounded by LIMIT ?.
 WRITTEN_SPANS_SQL = """
@@ -48,6 +62,20 @@ SELECT s.trace_id, s.span_id, s.run_id
 FROM spans s SEMI JOIN (SELECT DISTINCT trace_id FROM received_spans WHERE received_at >= ?) r USING (trace_id)
 LIMIT ?
 """
+
+
+# Closed journal rows (their span is in `spans`) received before ? : deleted by ``prune``. Rows of open
+# traces are never deleted, and closed ones stay for ``REMEMBER`` (what WRITTEN_SPANS_SQL reads back).
+PRUNE_SQL = """
+DELETE FROM received_spans r
+WHERE r.received_at < ?
+  AND EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = r.trace_id AND s.span_id = r.span_id)
+"""
+
+# How long the spans of a written trace stay in the journal: a restarted receiver reads back the ids of
+# traces journaled this recently, so a client retrying a request whose answer a crash swallowed (or
+# sending a late span) is dropped or placed rather than stored twice.
+REMEMBER = timedelta(minutes=15)
 
 
 class Overloaded(Exception):
@@ -89,13 +117,19 @@ def spans_of_rows(rows: Iterable[Sequence[Any]]) -> list[PlainSpan]:
 
 @dataclass
 class Recovered:
-    """What a crashed receiver left: its open spans, and recently written (trace, span, run) ids."""
+    """What a crashed receiver left: its open spans, recently written (trace, span, run) ids, and when
+    each open trace last received a span (UTC, naive, as ``received_at``)."""
 
     spans: list[PlainSpan] = field(default_factory=list)
     written: list[tuple[str, str, str | None]] = field(default_factory=list)
+    last_received: dict[str, datetime] = field(default_factory=dict)
+
+    def ages(self, now: datetime) -> dict[str, float]:
+        """Seconds since each open trace last received a span, as of ``now`` (never negative)."""
+        return {t: max(0.0, (now - at).total_seconds()) for t, at in self.last_received.items()}
 
 
-def recover(db: str, *, remember: timedelta = timedelta(minutes=15), limit: int = 1_000_000) -> Recovered:
+def recover(db: str, *, remember: timedelta = REMEMBER, limit: int = 1_000_000) -> Recovered:
     """Read the open spans and the recent memory back from the store at ``db`` (nothing if it is new)."""
     store = Store(db)
     if not store.path.exists() and not store.segments_dir.exists():
@@ -104,7 +138,30 @@ def recover(db: str, *, remember: timedelta = timedelta(minutes=15), limit: int 
     with store.reader(locked_down=False) as conn:
         spans = spans_of_rows(conn.execute(OPEN_SPANS_SQL).fetchall())
         written = [(t, s, r) for t, s, r in conn.execute(WRITTEN_SPANS_SQL, [since, limit]).fetchall()]
-    return Recovered(spans, written)
+        last = {t: at for t, at in conn.execute(OPEN_TRACES_SQL).fetchall()} if spans else {}
+    return Recovered(spans, written, last)
+
+
+def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int | None:
+    """Delete the journal rows of spans already written to ``spans`` and received over ``remember``
+    ago; how many, or None when the store file is busy (another process holds it: try again later).
+
+    Segments are append-only, so rows leave the journal only from the DuckDB file: this opens it for
+    writing (absorbing pending segments first, so every written trace is seen) for one DELETE. What a
+    restart needs is kept: every open span (``recover`` finishes their traces) and, for ``remember``,
+    the ids of traces written lately (a retried span is dropped, not stored twice)."""
+    store = Store(db)
+    if not store.path.exists() and not store.segments_dir.exists():
+        return 0
+    before = datetime.now(timezone.utc).replace(tzinfo=None) - remember
+    try:
+        with store.writer(wait=wait) as conn:
+            row = conn.execute(PRUNE_SQL, [before]).fetchone()
+    except StoreError as exc:
+        if isinstance(exc.__cause__, Exception) and is_lock_error(exc.__cause__):
+            return None
+        raise
+    return int(row[0]) if row else 0
 
 
 class _Ticket:

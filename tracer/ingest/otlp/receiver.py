@@ -12,7 +12,9 @@ that are not written with their trace already are written as they arrived to the
 ``received_spans`` (through the sink: redacted, one fsynced segment, grouped with the requests that
 arrived meanwhile; see ``journal.py``). A receiver
 started on a store reads back the spans a killed one left open and finishes their traces by the same
-rules, each once. When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
+rules, each once, as of when the journal last took a span of them (a complete trace is due at once).
+Spans of written traces leave the journal after ``journal.REMEMBER`` (``prune``: at start and every
+``prune_every`` seconds). When the journal cannot keep up (a slow disk: too many spans waiting) or cannot
 write (a full disk), the request is answered 503 with ``Retry-After``, which OTLP clients retry; so is
 one that would hold more than ``max_buffered_spans`` in memory while the store refuses writes.
 
@@ -51,7 +53,7 @@ from ...store import StoreError
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
 from .grpc_service import GrpcEndpoint
 from .http_handler import TRACES_PATH, OtlpHttpHandler
-from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, recover
+from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, prune, recover
 
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
@@ -71,7 +73,8 @@ class OtlpReceiver:
                  grpc_port: int | None = None,
                  max_body: int = DEFAULT_MAX_BODY, settle: float = 2.0, idle_timeout: float | None = 600.0,
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
-                 redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000) -> None:
+                 redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000,
+                 prune_every: float | None = 300.0) -> None:
         self.db = os.fspath(db)
         self.max_body = max_body
         self._address = (host, port)
@@ -83,6 +86,10 @@ class OtlpReceiver:
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
         self._max_buffered = max_buffered_spans
+        # Spans of written traces leave the journal (past its memory window) at start and this often.
+        self._prune_every = prune_every if journal else None
+        self._pruned_at = 0.0
+        self.pruned_spans = 0
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
@@ -131,10 +138,12 @@ class OtlpReceiver:
                 log.warning("looptrace collect: could not read the open traces back from %s: %s", self.db, exc)
                 left = Recovered()
             with self._lock:
-                self._buffer.restore(left.spans, left.written, time.monotonic())
+                ages = left.ages(datetime.now(timezone.utc).replace(tzinfo=None))
+                self._buffer.restore(left.spans, left.written, time.monotonic(), ages)
             if left.spans:
                 log.warning("looptrace collect: %d spans of %d open traces taken back from the journal",
                             len(left.spans), len({s.trace_id for s in left.spans}))
+            self._prune()
         if self._grpc_port is not None:
             self._grpc = GrpcEndpoint(self.ingest, self._rejected, lambda: self.stats.last_error,
                                       host=self._address[0], port=self._grpc_port, max_body=self.max_body)
@@ -290,3 +299,16 @@ class OtlpReceiver:
         while not self._stopped.wait(interval):
             with self._lock:
                 self._write(self._buffer.take(time.monotonic()))
+            if self._prune_every is not None and time.monotonic() - self._pruned_at >= self._prune_every:
+                self._prune()
+
+    def _prune(self) -> None:
+        """Drop the journal rows of traces written long enough ago (``journal.prune``); a busy or
+        unwritable store file only postpones it. Never under the lock: requests are not held up."""
+        self._pruned_at = time.monotonic()
+        if self._prune_every is None:
+            return
+        try:
+            self.pruned_spans += prune(self.db) or 0
+        except Exception as exc:  # noqa: BLE001 - pruning is housekeeping: the journal is only kept longer
+            log.warning("looptrace collect: could not prune the journal of %s: %s", self.db, exc)

@@ -4,7 +4,8 @@ usage: python -m tests.fork_forms_agent DB FORM
 FORM ``busy``: a thread-heavy parent. ``THREADS`` threads trace runs and flush the store after each
 one (so forks land during flushes and segment writes) while the main thread forks: ``FORKS`` bare
 ``os.fork`` children, each tracing a run and leaving by ``os._exit`` without flushing, and one
-``multiprocessing`` fork ``Process``. FORM ``executor-max1:METHOD``: a ``ProcessPoolExecutor`` whose
+``multiprocessing`` fork ``Process``. FORM ``reader-held``: a parent thread holds a store reader while a forked
+child shuts its ``Tracing`` down. FORM ``executor-max1:METHOD``: a ``ProcessPoolExecutor`` whose
 workers leave after each task (``max_tasks_per_child=1``, so 4 tasks need 4 workers). FORM
 ``otlp-dead:METHOD``: a dead OTLP endpoint configured (``OTEL_EXPORTER_OTLP_ENDPOINT``, set by the
 test), children that leave the normal way (``METHOD`` fork, spawn, forkserver or ``os.fork``); printed
@@ -84,12 +85,44 @@ def busy(db: str) -> None:
         t.join()
 
 
+def reader_held(db: str) -> None:
+    """A parent thread holds a store reader (the store's in-process lock) while the main thread forks
+    a child that traces a run and shuts its ``Tracing`` down (a compaction: it takes that lock)."""
+    from looptrace.tracer.store import Store
+
+    global _TRACING
+    tracing = _TRACING = Tracing(db)
+    traced_run("parent")
+    tracing.flush()
+    held, release = threading.Event(), threading.Event()
+
+    def reader() -> None:
+        with Store(db).reader():
+            held.set()
+            release.wait()
+
+    threading.Thread(target=reader, daemon=True).start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            traced_run("r0")
+            tracing.shutdown()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    release.set()
+
+
 def main() -> None:
     db, form = sys.argv[1], sys.argv[2]
     os.environ["FORK_FORMS_DB"] = db
     kind, _, method = form.partition(":")
     if kind == "busy":
         busy(db)
+    elif kind == "reader-held":
+        reader_held(db)
     elif kind == "executor-max1":
         ctx = multiprocessing.get_context(method)
         with ProcessPoolExecutor(2, mp_context=ctx, max_tasks_per_child=1) as ex:

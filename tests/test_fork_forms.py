@@ -2,7 +2,8 @@
 
 A thread-heavy parent whose threads flush while it forks (bare ``os.fork`` children leaving by
 ``os._exit`` without a flush, and a ``multiprocessing`` child), repeated because it is a race; a
-``ProcessPoolExecutor`` whose workers leave after each task; and children leaving the normal way with
+``ProcessPoolExecutor`` whose workers leave after each task; a child forked while a parent thread
+holds a store reader, shutting its ``Tracing`` down; and children leaving the normal way with
 a dead OTLP endpoint configured (one that accepts connections and never answers, with a 30 s exporter
 timeout: a child that waited for it would take 30 s to exit).
 """
@@ -55,6 +56,12 @@ def test_a_thread_heavy_parent_that_flushes_while_forking_never_hangs(tmp_path: 
                          "WHERE agent LIKE 'busy-%'")
         assert busy[0][0] > 0 and busy[0][0] == busy[0][1]
         assert query(db, "SELECT count(*) - count(DISTINCT span_id) FROM spans") == [(0,)]
+
+
+def test_a_child_forked_while_a_parent_thread_reads_the_store_shuts_down(tmp_path: Path) -> None:
+    db = tmp_path / "store.duckdb"
+    _run(db, "reader-held")  # before: the child waited forever for the parent thread's store lock
+    assert _child_runs(db) == [(2, 2, 2 * STEPS)]  # the parent's run and the child's
 
 
 def test_executor_workers_that_leave_after_each_task_keep_their_runs(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 ``Tracing`` turns SIGTERM into ``SystemExit`` in the agent's own process. In a child that handler
 hung ``Pool.terminate``: a worker's main thread waiting in ``sem_wait`` on the task queue's lock never
 ran it when another thread took the signal, so the worker lived on and the parent joined it forever
-(1 hang in 7 runs of ``pool:forkserver`` under load). The child must get SIGTERM's default action,
+(5 hangs in 34 runs of ``pool:forkserver`` under load). The child must get SIGTERM's default action,
 under every start method, including a spawn or forkserver child that makes ``Tracing`` while
 importing the main module; the parent keeps ``SystemExit`` (``test_faults.py`` tests what it does).
 """

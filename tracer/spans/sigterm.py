@@ -8,7 +8,7 @@ that the main thread reads between bytecodes. A pool worker's main thread waitin
 ``sem_wait`` (the queue's read lock, which ``Pool.terminate`` holds for good) goes back to sleep when
 the signal was taken by another thread, or when it arrived just before the wait began. The OpenBLAS
 thread that ``import numpy`` starts (pyarrow imports numpy) does not block SIGTERM. So the worker
-never ended, and ``Pool.terminate`` joined it forever (issue 24: ``pool:forkserver``, 5 hangs in 35
+never ended, and ``Pool.terminate`` joined it forever (issue 24: ``pool:forkserver``, 5 hangs in 34
 runs under load). So a child gets SIGTERM's default action back: the kernel ends the process
 whichever thread takes the signal, as ``multiprocessing`` expects. Its finished runs are already
 stored, because a child process exports each run as it ends (``BackpressureSpanProcessor``). A run
@@ -65,7 +65,7 @@ def _default_in_child(_owner: _Owner) -> None:
 
 def exit_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit``. Only when nobody else handles SIGTERM, only from the main
-    thread, and never in a ``multiprocessing`` child that has already started."""
+    thread, and never in a ``multiprocessing`` child (started, or importing the main module)."""
     global _hooked
     if threading.current_thread() is not threading.main_thread():
         return

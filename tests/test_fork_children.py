@@ -59,14 +59,8 @@ def test_children_record_their_runs_and_steps(db: Path, mode: str) -> None:
     _check(db, CHILDREN[mode.partition(":")[0]])
 
 
-# pool:forkserver with a parent run hung once in 28 runs of the program (Pool.terminate, cause not found):
-# an open bug of issue 24, listed by -ra as xfail while it passes or fails, never hidden as a pass.
-_OPEN_HANG = pytest.mark.xfail(strict=False, reason="open: 1 hang in 28 runs seen (Pool.terminate under forkserver)")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["issue24", *[pytest.param(m, marks=_OPEN_HANG) if m == "pool:forkserver" else m
-                                               for m in MODES]])
+@pytest.mark.parametrize("mode", ["issue24", *MODES])
 def test_a_parent_that_traced_before_forking_never_hangs(tmp_path: Path, mode: str) -> None:
     for i in range(REPEATS.get(mode, 3)):
         db = tmp_path / f"store-{i}.duckdb"

@@ -29,7 +29,7 @@ from opentelemetry.trace import Link, Status
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from ..records import conventions as c
-from .forking import at_fork
+from .forking import around_fork_threads, at_fork, signals_to_main_thread
 from ..records.spans import attributes_of, events_of
 from ..sink.redact import Hits, Redactor, summarize
 from ..records.text import to_json
@@ -132,8 +132,10 @@ class OtlpSpanProcessor(BatchSpanProcessor):
         wait_seconds: float = WAIT_SECONDS,
     ) -> None:
         queue = max_queue_size or self._default_max_queue_size()
-        super().__init__(exporter, max_queue_size=queue, max_export_batch_size=max_export_batch_size,
-                         schedule_delay_millis=schedule_delay_millis)
+        # Its worker thread leaves SIGTERM and SIGINT to the main thread, as the store's does.
+        around_fork_threads(lambda: super(OtlpSpanProcessor, self).__init__(
+            exporter, max_queue_size=queue, max_export_batch_size=max_export_batch_size,
+            schedule_delay_millis=schedule_delay_millis))
         self.name = name
         self._counter = exporter
         self._store = store
@@ -176,8 +178,9 @@ class OtlpSpanProcessor(BatchSpanProcessor):
             done = self._flushing
             if done is None:
                 done = self._flushing = threading.Event()
-                threading.Thread(target=self._flush, args=(done,), name="looptrace-otlp-flush",
-                                 daemon=True).start()
+                with signals_to_main_thread():
+                    threading.Thread(target=self._flush, args=(done,), name="looptrace-otlp-flush",
+                                     daemon=True).start()
         return done.wait(self._wait_seconds)
 
     def _flush(self, done: threading.Event) -> None:

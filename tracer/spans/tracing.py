@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -24,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from .exporter import DuckDBSpanExporter
 from .manual import Run
 from .processors import BackpressureSpanProcessor, RunStartProcessor
+from .sigterm import exit_on_sigterm
 from ..sink.redact import Redactor
 from ..store import DEFAULT_DB, Store
 
@@ -41,23 +40,6 @@ def _capture_content_from_env() -> bool:
     """Message content is recorded unless the GenAI conventions' switch says otherwise: replay needs it."""
     value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").strip().lower()
     return value not in ("false", "0", "no", "off")
-
-
-def _exit_on_sigterm() -> None:
-    """Turn SIGTERM into ``SystemExit`` so runs end as ``interrupted`` and buffered spans are flushed
-    by the SDK's exit handler. Only when nobody else handles SIGTERM and only from the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-
-        def on_sigterm(signum: int, frame: object) -> None:
-            raise SystemExit(128 + signum)
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-    except (ValueError, OSError):  # not the main interpreter, or no signals here
-        pass
 
 
 def _weak_call(method: Callable[[], object]) -> Callable[[], None]:
@@ -110,7 +92,7 @@ class Tracing:
         self.tracer = self.provider.get_tracer("looptrace")
         self._closed = False
         if handle_sigterm:
-            _exit_on_sigterm()
+            exit_on_sigterm()  # not in multiprocessing children: see sigterm.py
         # A forked child that leaves by os._exit skips every exit hook: the processor exports each of
         # its runs as the run ends (BackpressureSpanProcessor._after_fork), and multiprocessing's
         # children also flush through its own exit hooks.

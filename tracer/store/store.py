@@ -14,7 +14,6 @@ import fcntl
 import logging
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ import duckdb
 from . import segments as seg
 from .errors import StoreError
 from .migrations import SCHEMA_VERSION, apply_views, migrate, schema_version
+from .pathlocks import path_lock as _path_lock
 from .tables import RECORD_TABLES
 
 __all__ = ["Store", "DEFAULT_WAIT", "is_lock_error"]
@@ -375,16 +375,6 @@ class Store:
     def _lacks_columns(conn: duckdb.DuckDBPyConnection, base: str, table: str) -> bool:
         have = {r[0] for r in conn.execute(f"DESCRIBE {base}").fetchall()}
         return not set(seg.arrow_schema(table).names) <= have
-
-
-_PATH_LOCKS: dict[str, threading.RLock] = {}
-_PATH_LOCKS_GUARD = threading.Lock()
-
-
-def _path_lock(path: Path) -> threading.RLock:
-    key = os.path.realpath(path)
-    with _PATH_LOCKS_GUARD:
-        return _PATH_LOCKS.setdefault(key, threading.RLock())
 
 
 # Store files are opened with no extension loading: a SQLite or other file given as a store must be

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
+from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL, call_key
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
@@ -42,11 +42,14 @@ FROM runs LEFT JOIN (
 """
 
 # One row per action, in order. Observations are compared by a hash that ignores clock readings and
-# ids (records/actions.py), never fetched whole; only the last steps' texts are fetched, clipped, for
+# ids (records/actions.py), never fetched whole: the sink stores both keys with each call (schema
+# version 7), and a row stored without them (written by hand, or by a bulk loader that left them out)
+# gets them here, from the same patterns in SQL. Only the last steps' texts are fetched, clipped, for
 # end markers (markers.py).
 STEPS_SQL = """
 SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
-       {observation_key} AS observation_key, {near_key} AS near_key,
+       coalesce(progress_key, {observation_key}) AS observation_key,
+       coalesce(near_key, {near_key}) AS near_key,
        coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
        error_type, context_tokens,
        CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
@@ -120,11 +123,16 @@ def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepV
             # StepView's frozen __init__ sets its fields one object.__setattr__ at a time, which
             # was most of the loading time; filling the instance's dict makes an equal value at a
             # third of the cost (tests compare both). STEPS_SQL already coalesced the nullable fields.
+            # ``action`` (a cached property every rule reads) is filled here too: computing it on
+            # first read took the cached property's lock once per step.
             if _FAST:
                 view = new(StepView)
-                view.__dict__.update(zip(_STEP_FIELDS, values))
+                own = view.__dict__
+                own.update(zip(_STEP_FIELDS, values))
                 if _OTHER_DEFAULTS:
-                    view.__dict__.update(_OTHER_DEFAULTS)
+                    own.update(_OTHER_DEFAULTS)
+                tool, key = own["tool"], own["action_key"]
+                own["action"] = None if tool is None else key if key is not None else call_key(tool, own["args"])
             else:
                 view = StepView(**dict(zip(_STEP_FIELDS, values)))
             group.append(view)

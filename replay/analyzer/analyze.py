@@ -167,19 +167,34 @@ def _rows(results: Sequence[RunDiagnoses]) -> list[dict[str, Any]]:
     ]
 
 
+# The rows go in as parallel lists unnested in lockstep: DuckDB converts the Python lists itself. Building
+# an Arrow table instead made pyarrow import pandas (~0.5 s, a third of a 100k-step analysis).
+INSERT_DIAGNOSES_SQL = """
+INSERT INTO diagnoses (run_id, label, is_primary, first_step, last_step, evidence, explanation, analyzed_at)
+SELECT unnest($run_id::VARCHAR[]), unnest($label::VARCHAR[]), unnest($is_primary::BOOLEAN[]),
+       unnest($first_step::INTEGER[]), unnest($last_step::INTEGER[]), unnest($evidence::VARCHAR[]),
+       unnest($explanation::VARCHAR[]), unnest($analyzed_at::TIMESTAMP[])
+"""
+
+
 def _write(store: Store | ParquetSource, results: Sequence[RunDiagnoses]) -> None:
-    data = pa.Table.from_pylist(_rows(results), schema=arrow_schema("diagnoses"))  # noqa: F841 - read by SQL
+    rows = _rows(results)
     ids = [r.run_id for r in results]
     replace = getattr(store, "replace_diagnoses", None)  # an Iceberg catalog: one atomic overwrite
     if replace is not None:
-        replace(ids, data)
+        replace(ids, pa.Table.from_pylist(rows, schema=arrow_schema("diagnoses")))
         return
+    columns = {name: [r[name] for r in rows] for name in _DIAGNOSIS_COLUMNS}
     with store.writer() as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
             conn.execute("DELETE FROM diagnoses WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
-            conn.execute("INSERT INTO diagnoses BY NAME SELECT * FROM data")
+            conn.execute(INSERT_DIAGNOSES_SQL, columns)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+_DIAGNOSIS_COLUMNS = ("run_id", "label", "is_primary", "first_step", "last_step", "evidence", "explanation",
+                      "analyzed_at")

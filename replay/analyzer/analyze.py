@@ -21,7 +21,7 @@ from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
-from .markers import TAIL_STEPS
+from .markers import MAY_MARK_SQL, TAIL_STEPS
 from .rules import Diagnosis, RunView, StepView, diagnose
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -41,24 +41,33 @@ FROM runs LEFT JOIN (
 ) a USING (run_id) {where} ORDER BY run_id
 """
 
+def _braces(sql: str) -> str:
+    return sql.replace("{", "{{").replace("}", "}}")
+
+
 # One row per action, in order. Observations are compared by a hash that ignores clock readings and
 # ids (records/actions.py), never fetched whole: the sink stores both keys with each call (schema
 # version 7), and a row stored without them (written by hand, or by a bulk loader that left them out)
 # gets them here, from the same patterns in SQL. Only the last steps' texts are fetched, clipped, for
-# end markers (markers.py).
+# end markers, and only those that may hold one (``MAY_MARK_SQL``, markers.py).
 STEPS_SQL = """
-SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
-       coalesce(progress_key, {observation_key}) AS observation_key,
-       coalesce(near_key, {near_key}) AS near_key,
-       coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
-       error_type, context_tokens,
-       CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
-           left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
-           left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
-FROM steps {{where}}
+SELECT run_id, step, call_index, tool, args, action_key, observation_key, near_key, observation_bytes, is_error,
+       error_type, context_tokens, CASE WHEN {may_mark} THEN end_text END AS end_text
+FROM (
+    SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
+           coalesce(progress_key, {observation_key}) AS observation_key,
+           coalesce(near_key, {near_key}) AS near_key,
+           coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
+           error_type, context_tokens,
+           CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
+               left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
+               left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
+    FROM steps {{where}}
+)
 ORDER BY run_id, step, call_index
-""".format(observation_key=PROGRESS_KEY_SQL.replace("{", "{{").replace("}", "}}"),  # keeps {where} for later
-           near_key=NEAR_OBSERVATION_KEY_SQL.replace("{", "{{").replace("}", "}}"), tail=TAIL_STEPS)
+""".format(observation_key=_braces(PROGRESS_KEY_SQL),  # keeps {where} for later
+           near_key=_braces(NEAR_OBSERVATION_KEY_SQL), tail=TAIL_STEPS,
+           may_mark=_braces(MAY_MARK_SQL.format(text="end_text")))
 _STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "near_key",
                 "observation_bytes", "is_error", "error_type", "context_tokens", "end_text")
 # Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain

@@ -12,6 +12,8 @@ progress; the streak is stuck when enough of its calls brought none.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import eq, ne
 
 from .thresholds import Thresholds
 from .views import Diagnosis, RunView, StepView, describe_action
@@ -41,17 +43,21 @@ def stalled_streak(actions: Sequence[StepView], near_min_bytes: int) -> tuple[in
     return _stalled([a.action for a in actions], _outcomes(actions, near_min_bytes))
 
 
+def _streaks(keys: Sequence[object]) -> list[int]:
+    """Where each stretch of equal consecutive keys starts, and ``len(keys)`` (compared in C, not a
+    Python loop: this runs over every action of every run)."""
+    n = len(keys)
+    return [0, *compress(range(1, n), map(ne, keys[1:], keys)), n] if n else [0]
+
+
 def _stalled(acts: Sequence[str | None], outs: Sequence[Outcome]) -> tuple[int, int, int]:
-    best, start, n = (0, 0, 0), 0, len(acts)
-    while start < n:
-        action, end = acts[start], start + 1
-        while end < n and acts[end] == action:
-            end += 1
+    best = (0, 0, 0)
+    bounds = _streaks(acts)
+    for start, end in zip(bounds, bounds[1:]):
         length = end - start
         stalled = 1 if length == 1 else length - len(set(outs[start:end])) + 1
         if stalled > best[2]:
             best = (start, length, stalled)
-        start = end
     return best
 
 
@@ -62,9 +68,12 @@ def _longest_cycle(acts: Sequence[str | None], outs: Sequence[Outcome], max_peri
     best = (0, 0, 0)
     keys = list(zip(acts, outs))
     for period in range(2, max_period + 1):
+        same = list(map(eq, keys[period:], keys))  # same[j]: keys[j + period] == keys[j]
+        if True not in same:
+            continue
         run_start = None
         for i in range(period, len(keys) + 1):
-            matches = i < len(keys) and keys[i] == keys[i - period]
+            matches = i < len(keys) and same[i - period]
             if matches and run_start is None:
                 run_start = i - period
             if not matches and run_start is not None:
@@ -79,19 +88,15 @@ def _same_observations(actions: Sequence[StepView], acts: Sequence[str | None], 
                        t: Thresholds) -> tuple[int, int, int] | None:
     """Consecutive different actions that all got the same (non-trivial, non-error) answer."""
     best: tuple[int, int, int] | None = None
-    start, n = 0, len(actions)
-    seen = [o[0] for o in outs]
-    while start < n:
-        key, i = seen[start], start + 1
-        while i < n and seen[i] == key:
-            i += 1
+    bounds = _streaks([o[0] for o in outs])
+    for start, i in zip(bounds, bounds[1:]):
         count = i - start
+        if count < t.same_observation_min:
+            continue
         a = actions[start]
-        if (count >= t.same_observation_min and a.observation_key and not a.is_error
-                and a.observation_bytes >= t.same_observation_min_bytes and len(set(acts[start:i])) > 1
-                and (best is None or count > best[2])):
+        if (a.observation_key and not a.is_error and a.observation_bytes >= t.same_observation_min_bytes
+                and len(set(acts[start:i])) > 1 and (best is None or count > best[2])):
             best = (start, i - 1, count)
-        start = i
     return best
 
 

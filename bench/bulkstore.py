@@ -5,7 +5,8 @@ Parquet file per table, as ``SegmentWriter`` lays them out), then ``Store.compac
 the same path an import or a busy tracer takes, at a speed that makes 10,000,000 steps a matter of
 minutes. Run kinds follow ``bigstore.py``: by ``run % 20``, 0-1 stagnate, 2-3 hit the step cap,
 4 blow up their context, 5 call unknown tools half the time, the rest are healthy.
-``action_key`` is computed as the sink would (``md5('tool canonical-args')``, records/actions.py).
+``action_key`` is computed as the sink would (``md5('tool canonical-args')``, records/actions.py), and so
+are the outcome keys ``progress_key`` and ``near_key`` (their SQL forms, which agree with the sink's).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import segments_dir
 
@@ -46,7 +48,8 @@ COPY (SELECT 'run' || lpad((i // {k})::VARCHAR, 8, '0') AS run_id, (i % {k})::IN
 
 _CALLS = """
 COPY (SELECT run_id, step, 0 AS call_index, 'toolu_' || i AS tool_call_id, tool, args,
-             md5(tool || ' ' || args) AS action_key, observation, 60 AS observation_bytes,
+             md5(tool || ' ' || args) AS action_key, {progress_key} AS progress_key, {near_key} AS near_key,
+             observation, 60 AS observation_bytes,
              bad AS is_error, CASE WHEN bad THEN 'tool_not_found' END AS error_type
       FROM (SELECT i, 'run' || lpad((i // {k})::VARCHAR, 8, '0') AS run_id, (i % {k})::INTEGER + 1 AS step,
                    (i // {k}) % 20 = 5 AND i % 2 = 0 AS bad,
@@ -72,7 +75,8 @@ def make_bulk_store(path: Path, steps: int, *, steps_per_run: int = STEPS_PER_RU
             tmp.mkdir(parents=True)
             for table, sql in (("run_records", _RUNS), ("step_records", _STEPS), ("tool_call_records", _CALLS)):
                 target = (tmp / f"{table}.parquet").as_posix().replace("'", "''")
-                conn.execute(sql.format(k=steps_per_run, path=target), {"lo": lo, "hi": hi})
+                conn.execute(sql.format(k=steps_per_run, path=target, progress_key=PROGRESS_KEY_SQL,
+                                        near_key=NEAR_OBSERVATION_KEY_SQL), {"lo": lo, "hi": hi})
             os.rename(tmp, folder / f"{time.time_ns():019d}-{os.getpid()}-{seq:06d}")
     finally:
         conn.close()

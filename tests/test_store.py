@@ -26,11 +26,13 @@ EXPECTED_VIEWS = {
     ],
     "steps": [
         "run_id", "step", "call_index", "started_at", "ended_at", "thought", "tool", "args", "observation",
-        "observation_bytes", "is_error", "error_type", "tool_call_id", "action_key", "input_tokens", "output_tokens",
+        "observation_bytes", "is_error", "error_type", "tool_call_id", "action_key", "progress_key", "near_key",
+        "input_tokens", "output_tokens",
         "context_tokens", "cost_usd", "events",
     ],
     "tool_calls": [
-        "run_id", "step", "call_index", "tool_call_id", "tool", "args", "action_key", "observation",
+        "run_id", "step", "call_index", "tool_call_id", "tool", "args", "action_key", "progress_key", "near_key",
+        "observation",
         "observation_bytes", "is_error", "error_type", "started_at", "ended_at", "duration_ms",
     ],
     "llm_calls": [
@@ -71,7 +73,7 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
     assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
         (1, "initial"), (2, "run_totals"), (3, "export_drops"), (4, "action_key"),
-        (5, "redaction_manifest"), (6, "received_spans")]
+        (5, "redaction_manifest"), (6, "received_spans"), (7, "outcome_keys")]
     assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     conn.close()
     conn = duckdb.connect(str(db))

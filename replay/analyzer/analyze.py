@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
+from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL, call_key
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
-from .markers import TAIL_STEPS
+from .markers import MAY_MARK_SQL, TAIL_STEPS
 from .rules import Diagnosis, RunView, StepView, diagnose
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -41,21 +41,33 @@ FROM runs LEFT JOIN (
 ) a USING (run_id) {where} ORDER BY run_id
 """
 
+def _braces(sql: str) -> str:
+    return sql.replace("{", "{{").replace("}", "}}")
+
+
 # One row per action, in order. Observations are compared by a hash that ignores clock readings and
-# ids (records/actions.py), never fetched whole; only the last steps' texts are fetched, clipped, for
-# end markers (markers.py).
+# ids (records/actions.py), never fetched whole: the sink stores both keys with each call (schema
+# version 7), and a row stored without them (written by hand, or by a bulk loader that left them out)
+# gets them here, from the same patterns in SQL. Only the last steps' texts are fetched, clipped, for
+# end markers, and only those that may hold one (``MAY_MARK_SQL``, markers.py).
 STEPS_SQL = """
-SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
-       {observation_key} AS observation_key, {near_key} AS near_key,
-       coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
-       error_type, context_tokens,
-       CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
-           left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
-           left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
-FROM steps {{where}}
+SELECT run_id, step, call_index, tool, args, action_key, observation_key, near_key, observation_bytes, is_error,
+       error_type, context_tokens, CASE WHEN {may_mark} THEN end_text END AS end_text
+FROM (
+    SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
+           coalesce(progress_key, {observation_key}) AS observation_key,
+           coalesce(near_key, {near_key}) AS near_key,
+           coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
+           error_type, context_tokens,
+           CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
+               left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
+               left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
+    FROM steps {{where}}
+)
 ORDER BY run_id, step, call_index
-""".format(observation_key=PROGRESS_KEY_SQL.replace("{", "{{").replace("}", "}}"),  # keeps {where} for later
-           near_key=NEAR_OBSERVATION_KEY_SQL.replace("{", "{{").replace("}", "}}"), tail=TAIL_STEPS)
+""".format(observation_key=_braces(PROGRESS_KEY_SQL),  # keeps {where} for later
+           near_key=_braces(NEAR_OBSERVATION_KEY_SQL), tail=TAIL_STEPS,
+           may_mark=_braces(MAY_MARK_SQL.format(text="end_text")))
 _STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "near_key",
                 "observation_bytes", "is_error", "error_type", "context_tokens", "end_text")
 # Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain
@@ -120,11 +132,16 @@ def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepV
             # StepView's frozen __init__ sets its fields one object.__setattr__ at a time, which
             # was most of the loading time; filling the instance's dict makes an equal value at a
             # third of the cost (tests compare both). STEPS_SQL already coalesced the nullable fields.
+            # ``action`` (a cached property every rule reads) is filled here too: computing it on
+            # first read took the cached property's lock once per step.
             if _FAST:
                 view = new(StepView)
-                view.__dict__.update(zip(_STEP_FIELDS, values))
+                own = view.__dict__
+                own.update(zip(_STEP_FIELDS, values))
                 if _OTHER_DEFAULTS:
-                    view.__dict__.update(_OTHER_DEFAULTS)
+                    own.update(_OTHER_DEFAULTS)
+                tool, key = own["tool"], own["action_key"]
+                own["action"] = None if tool is None else key if key is not None else call_key(tool, own["args"])
             else:
                 view = StepView(**dict(zip(_STEP_FIELDS, values)))
             group.append(view)
@@ -159,19 +176,34 @@ def _rows(results: Sequence[RunDiagnoses]) -> list[dict[str, Any]]:
     ]
 
 
+# The rows go in as parallel lists unnested in lockstep: DuckDB converts the Python lists itself. Building
+# an Arrow table instead made pyarrow import pandas (~0.5 s, a third of a 100k-step analysis).
+INSERT_DIAGNOSES_SQL = """
+INSERT INTO diagnoses (run_id, label, is_primary, first_step, last_step, evidence, explanation, analyzed_at)
+SELECT unnest($run_id::VARCHAR[]), unnest($label::VARCHAR[]), unnest($is_primary::BOOLEAN[]),
+       unnest($first_step::INTEGER[]), unnest($last_step::INTEGER[]), unnest($evidence::VARCHAR[]),
+       unnest($explanation::VARCHAR[]), unnest($analyzed_at::TIMESTAMP[])
+"""
+
+
 def _write(store: Store | ParquetSource, results: Sequence[RunDiagnoses]) -> None:
-    data = pa.Table.from_pylist(_rows(results), schema=arrow_schema("diagnoses"))  # noqa: F841 - read by SQL
+    rows = _rows(results)
     ids = [r.run_id for r in results]
     replace = getattr(store, "replace_diagnoses", None)  # an Iceberg catalog: one atomic overwrite
     if replace is not None:
-        replace(ids, data)
+        replace(ids, pa.Table.from_pylist(rows, schema=arrow_schema("diagnoses")))
         return
+    columns = {name: [r[name] for r in rows] for name in _DIAGNOSIS_COLUMNS}
     with store.writer() as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
             conn.execute("DELETE FROM diagnoses WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
-            conn.execute("INSERT INTO diagnoses BY NAME SELECT * FROM data")
+            conn.execute(INSERT_DIAGNOSES_SQL, columns)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+_DIAGNOSIS_COLUMNS = ("run_id", "label", "is_primary", "first_step", "last_step", "evidence", "explanation",
+                      "analyzed_at")

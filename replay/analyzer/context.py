@@ -11,6 +11,7 @@ the prompt at the first step past the line, with the tokens it added and their s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from .thresholds import Thresholds
@@ -18,6 +19,9 @@ from .views import Diagnosis, RunView, StepView
 from .windows import window_for
 
 __all__ = ["context_bomb", "run_window", "pusher"]
+
+
+_CONTEXT, _BYTES = attrgetter("context_tokens"), attrgetter("observation_bytes")
 
 
 def run_window(run: RunView, t: Thresholds) -> int | None:
@@ -67,7 +71,7 @@ def _refused(run: RunView) -> tuple[StepView, StepView | None] | None:
 def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
     window = run_window(run, t)
     sized = [s for s in run.steps if s.context_tokens]
-    peak = max(sized, key=lambda s: s.context_tokens or 0, default=None)
+    peak = max(sized, key=_CONTEXT, default=None)  # every sized step has a count
     evidence: dict[str, Any] = {"window_tokens": window}
     if peak is not None:
         evidence.update(peak_context_tokens=peak.context_tokens, peak_step=peak.step)
@@ -91,7 +95,7 @@ def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
                          {**evidence, "kind": "overflow", "marker": marker.text, "format": marker.format})
     if window is None:
         return None
-    biggest = max(run.steps, key=lambda s: s.observation_bytes, default=None)
+    biggest = max(run.steps, key=_BYTES, default=None)
     if biggest is not None and biggest.observation_bytes // 4 >= t.observation_share * window:
         tokens = biggest.observation_bytes // 4
         return Diagnosis("context_bomb", biggest.step, biggest.step,

@@ -18,7 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Marker", "MARKERS", "ERROR_MARKERS", "STATUS_MARKERS", "MarkerHit", "find_markers", "TAIL_STEPS"]
+__all__ = ["Marker", "MARKERS", "ERROR_MARKERS", "STATUS_MARKERS", "MarkerHit", "find_markers", "TAIL_STEPS",
+           "MAY_MARK_SQL", "ascii_superset"]
 
 TAIL_STEPS = 3
 """How many final steps are searched for markers (the harness's closing step, the model's last turn)."""
@@ -127,3 +128,35 @@ def find_markers(texts: Iterable[tuple[str, str | None]], status: str | None = N
                 hits.append(MarkerHit(m.label, m.format, found.group(0)[:80], where))
                 break
     return hits
+
+
+# The last steps' texts are searched in Python, ~35 patterns one after the other: most of an analysis
+# of short runs went there, though few texts hold any marker. So the analyzer's query keeps a text only
+# when it MAY hold one (``MAY_MARK_SQL``, one pass of DuckDB's RE2 over the alternation of every
+# pattern) and passes NULL for the rest, which the searches below would find nothing in anyway. To be
+# sure of "nothing", the test is a superset of Python's matches: a text with any non-ASCII character is
+# always kept (Unicode classes, ``\b`` and case folding differ between the engines), and on ASCII text
+# the one remaining difference is ``\s``, which in Python also matches ``\v`` and ``\x1c``-``\x1f``.
+_ASCII_SPACE = r"[\t\n\v\f\r\x1c-\x1f ]"
+
+
+def ascii_superset(pattern: str) -> str:
+    """``pattern`` in RE2 syntax, matching on ASCII text wherever Python's ``re`` matches it."""
+    flags = re.match(r"\(\?([a-z]+)\)", pattern)
+    body = pattern[flags.end():] if flags else pattern
+    out, i = [], 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            pair = body[i:i + 2]
+            out.append(_ASCII_SPACE if pair == r"\s" else "[^" + _ASCII_SPACE[1:] if pair == r"\S" else pair)
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return f"(?{flags.group(1)}:{''.join(out)})" if flags else f"(?:{''.join(out)})"
+
+
+_MAY_MARK_RE = "|".join(ascii_superset(m.pattern) for m in (*MARKERS, *ERROR_MARKERS))
+# SQL over a text column ``{text}``: true unless the text surely holds no end or crash marker.
+MAY_MARK_SQL = ("(strlen({text}) <> length({text}) OR regexp_matches({text}, '"
+                + _MAY_MARK_RE.replace("'", "''").replace("{", "{{").replace("}", "}}") + "'))")

@@ -12,6 +12,8 @@ progress; the streak is stuck when enough of its calls brought none.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import eq, ne
 
 from .thresholds import Thresholds
 from .views import Diagnosis, RunView, StepView, describe_action
@@ -23,31 +25,55 @@ def _actions(run: RunView) -> list[StepView]:
     return [s for s in run.steps if s.tool is not None]
 
 
+# The three checks read each action's identity and outcome many times over; they are taken once per
+# run into plain lists (the profile of a 100k-step analysis had most of its time in attribute reads
+# and ``outcome`` calls repeated per check).
+Outcome = tuple[str | None, bool]
+
+
+def _outcomes(actions: Sequence[StepView], near_min_bytes: int) -> list[Outcome]:
+    """``StepView.outcome`` of each action, inlined."""
+    return [((a.near_key if a.near_key is not None and a.observation_bytes >= near_min_bytes else a.observation_key),
+             a.is_error) for a in actions]
+
+
 def stalled_streak(actions: Sequence[StepView], near_min_bytes: int) -> tuple[int, int, int]:
     """(start, length, stalled) of the streak of one repeated action with the most calls that brought
     nothing new; ``stalled`` counts its first call plus every call whose outcome was already seen."""
-    best, start = (0, 0, 0), 0
-    for i in range(1, len(actions) + 1):
-        if i < len(actions) and actions[i].action == actions[start].action:
-            continue
-        streak = actions[start:i]
-        stalled = len(streak) - len({a.outcome(near_min_bytes) for a in streak}) + 1
+    return _stalled([a.action for a in actions], _outcomes(actions, near_min_bytes))
+
+
+def _streaks(keys: Sequence[object]) -> list[int]:
+    """Where each stretch of equal consecutive keys starts, and ``len(keys)`` (compared in C, not a
+    Python loop: this runs over every action of every run)."""
+    n = len(keys)
+    return [0, *compress(range(1, n), map(ne, keys[1:], keys)), n] if n else [0]
+
+
+def _stalled(acts: Sequence[str | None], outs: Sequence[Outcome]) -> tuple[int, int, int]:
+    best = (0, 0, 0)
+    bounds = _streaks(acts)
+    for start, end in zip(bounds, bounds[1:]):
+        length = end - start
+        stalled = 1 if length == 1 else length - len(set(outs[start:end])) + 1
         if stalled > best[2]:
-            best = (start, len(streak), stalled)
-        start = i
+            best = (start, length, stalled)
     return best
 
 
-def _longest_cycle(actions: Sequence[StepView], max_period: int, near_min_bytes: int) -> tuple[int, int, int]:
+def _longest_cycle(acts: Sequence[str | None], outs: Sequence[Outcome], max_period: int) -> tuple[int, int, int]:
     """(start, length, period) of the longest stretch where each action and its outcome equal those
     ``period`` actions earlier, for a cycle of at least two distinct actions: "edit, test, edit, test"
     with changing results is work, the same two greps with the same answers is not."""
     best = (0, 0, 0)
-    keys = [(a.action, a.outcome(near_min_bytes)) for a in actions]
+    keys = list(zip(acts, outs))
     for period in range(2, max_period + 1):
+        same = list(map(eq, keys[period:], keys))  # same[j]: keys[j + period] == keys[j]
+        if True not in same:
+            continue
         run_start = None
         for i in range(period, len(keys) + 1):
-            matches = i < len(keys) and keys[i] == keys[i - period]
+            matches = i < len(keys) and same[i - period]
             if matches and run_start is None:
                 run_start = i - period
             if not matches and run_start is not None:
@@ -58,28 +84,26 @@ def _longest_cycle(actions: Sequence[StepView], max_period: int, near_min_bytes:
     return best
 
 
-def _same_observations(actions: Sequence[StepView], t: Thresholds) -> tuple[int, int, int] | None:
+def _same_observations(actions: Sequence[StepView], acts: Sequence[str | None], outs: Sequence[Outcome],
+                       t: Thresholds) -> tuple[int, int, int] | None:
     """Consecutive different actions that all got the same (non-trivial, non-error) answer."""
     best: tuple[int, int, int] | None = None
-    start = 0
-    seen = [a.outcome(t.near_same_min_bytes)[0] for a in actions]
-    for i in range(1, len(actions) + 1):
-        a = actions[start]
-        if i < len(actions) and seen[i] == seen[start]:
-            continue
+    bounds = _streaks([o[0] for o in outs])
+    for start, i in zip(bounds, bounds[1:]):
         count = i - start
-        distinct_actions = len({x.action for x in actions[start:i]})
-        if (count >= t.same_observation_min and a.observation_key and not a.is_error
-                and a.observation_bytes >= t.same_observation_min_bytes and distinct_actions > 1
-                and (best is None or count > best[2])):
+        if count < t.same_observation_min:
+            continue
+        a = actions[start]
+        if (a.observation_key and not a.is_error and a.observation_bytes >= t.same_observation_min_bytes
+                and len(set(acts[start:i])) > 1 and (best is None or count > best[2])):
             best = (start, i - 1, count)
-        start = i
     return best
 
 
 def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     actions = _actions(run)
-    start, length, stalled = stalled_streak(actions, t.near_same_min_bytes)
+    acts, outs = [a.action for a in actions], _outcomes(actions, t.near_same_min_bytes)
+    start, length, stalled = _stalled(acts, outs)
     if stalled >= t.repeat_min:
         a = actions[start]
         new = length - stalled + 1
@@ -89,7 +113,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
             + (" with the same result each time." if new == 1 else f"; only {new} results were new."),
             {"kind": "repeat", "repeats": length, "no_progress": stalled, "tool": a.tool, "args": a.args},
         )
-    start, length, period = _longest_cycle(actions, t.cycle_max_period, t.near_same_min_bytes)
+    start, length, period = _longest_cycle(acts, outs, t.cycle_max_period)
     if period and length >= period * t.cycle_repeats:
         cycle = actions[start:start + period]
         return Diagnosis(
@@ -99,7 +123,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
             {"kind": "cycle", "period": period, "repeats": length // period, "tools": [a.tool for a in cycle],
              "args": [a.args for a in cycle]},
         )
-    same = _same_observations(actions, t)
+    same = _same_observations(actions, acts, outs, t)
     if same is not None:
         first, last, count = same
         return Diagnosis(

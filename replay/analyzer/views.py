@@ -30,7 +30,7 @@ class StepView:
     context_tokens: int | None = None
     call_index: int = 0
     action_key: str | None = None  # the store's key for this call (records/actions.py)
-    end_text: str | None = None  # thought, observation and events of the run's last steps (for markers)
+    end_text: str | None = None  # thought, observation and events of the run's last steps, if they may hold markers
     near_key: str | None = None  # equal keys: the same words, only numbers differ (records/actions.py)
 
     @cached_property

@@ -13,6 +13,7 @@ input windows of each family's default serving (not extended-context betas).
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["WINDOWS", "ALIASES", "window_for"]
@@ -105,6 +106,7 @@ def _names(model: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per run, of a handful of model names
 def window_for(model: str | None) -> int | None:
     """The model's window in tokens, or None when the family is not known."""
     if not model:

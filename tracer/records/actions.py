@@ -120,8 +120,12 @@ _VOLATILE_RE = "|".join(f"(?:{p})" for p in VOLATILE)
 # Volatile parts first, so a time is not read as three numbers; whitespace goes too (re-indented text
 # says the same words).
 _NUMBERS_RE = _VOLATILE_RE + "|[0-9]+|[ \\t\\r\\n\\f\\v]+"
-_VOLATILE = re.compile(_VOLATILE_RE, re.ASCII)
-_NUMBERS = re.compile(_NUMBERS_RE, re.ASCII)
+# Python's engine tries every alternative at every position; a lookahead for the characters some
+# alternative can start with (a digit, ``0x``, a hex digit of a UUID, the ``b``/``z``/``d``/``s`` of
+# ``sh: line``, spacing) rejects the other positions at once: the same matches, about twice as fast
+# (the sink keys every observation it writes).
+_VOLATILE = re.compile(f"(?=[0-9a-fsz])(?:{_VOLATILE_RE})", re.ASCII)
+_NUMBERS = re.compile(f"(?=[0-9a-fsz \\t\\r\\n\\f\\v])(?:{_NUMBERS_RE})", re.ASCII)
 
 
 def progress_key(observation: str | None) -> str | None:

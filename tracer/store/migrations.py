@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from ..records.actions import call_key
+from ..records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL, call_key
 from .errors import StoreError
 from .tables import EXPORT_DROPS, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEW_NAMES, VIEWS
@@ -63,6 +63,17 @@ def _m006_received_spans(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(RECEIVED_SPANS)
 
 
+def _m007_outcome_keys(conn: duckdb.DuckDBPyConnection) -> None:
+    # What the analyzer compares repeated calls by (records/actions.py): kept per call since the sink
+    # computes them at write time, so an analysis reads two hashes instead of running two regex passes
+    # over every observation each time. Rows stored before get theirs here, by the SQL forms of the
+    # same keys (one vectorised pass; tests/test_progress.py checks both forms agree).
+    conn.execute("ALTER TABLE tool_call_records ADD COLUMN progress_key VARCHAR")
+    conn.execute("ALTER TABLE tool_call_records ADD COLUMN near_key VARCHAR")
+    conn.execute(f"UPDATE tool_call_records SET progress_key = {PROGRESS_KEY_SQL}, "
+                 f"near_key = {NEAR_OBSERVATION_KEY_SQL} WHERE observation IS NOT NULL")
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
@@ -70,6 +81,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], 
     (4, "action_key", _m004_action_key),
     (5, "redaction_manifest", _m005_redaction_manifest),
     (6, "received_spans", _m006_received_spans),
+    (7, "outcome_keys", _m007_outcome_keys),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -87,6 +87,8 @@ SELECT
     t.error_type,
     t.tool_call_id,
     t.action_key,
+    t.progress_key,
+    t.near_key,
     CASE WHEN coalesce(t.call_index, 0) = 0 OR s.input_tokens IS NULL THEN s.input_tokens ELSE 0 END AS input_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 OR s.output_tokens IS NULL THEN s.output_tokens ELSE 0 END
         AS output_tokens,
@@ -99,8 +101,8 @@ FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
 
 TOOL_CALLS = """
 CREATE OR REPLACE VIEW tool_calls AS
-SELECT run_id, step, call_index, tool_call_id, tool, args, action_key, observation, observation_bytes,
-       is_error, error_type, started_at, ended_at,
+SELECT run_id, step, call_index, tool_call_id, tool, args, action_key, progress_key, near_key, observation,
+       observation_bytes, is_error, error_type, started_at, ended_at,
        date_diff('millisecond', started_at, ended_at) AS duration_ms
 FROM tool_call_records
 """

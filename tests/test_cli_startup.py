@@ -89,12 +89,14 @@ def test_sql_child_opens_a_store_file_on_the_files_own_views(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     kind, rows, modules = json.loads(done.stdout.splitlines()[-1])
     assert (kind, rows) == ("ok", [["store", 0]])
-    assert not [m for m in modules if m.startswith(("looptrace.tracer.export", "looptrace.tracer.store.iceberg"))]
+    not_needed = ("looptrace.tracer.export", "looptrace.tracer.store.iceberg")
+    assert not [m for m in modules if m.startswith(not_needed)]
 
 
 @pytest.mark.parametrize("package", [
     "looptrace.tracer", "looptrace.tracer.store", "looptrace.tracer.spans", "looptrace.tracer.export",
-    "looptrace.tracer.query", "looptrace.tracer.records", "looptrace.tracer.ingest.files", "looptrace.loop", "looptrace.replay",
+    "looptrace.tracer.query", "looptrace.tracer.records", "looptrace.tracer.ingest.files", "looptrace.loop",
+    "looptrace.replay",
     "looptrace.replay.analyzer",
 ])
 def test_lazy_packages_export_every_name(package: str) -> None:

@@ -103,7 +103,8 @@ def fsync_all(paths: Sequence[Path]) -> None:
 
     old = signal.pthread_sigmask(signal.SIG_BLOCK, _QUIET)
     try:
-        threads = [threading.Thread(target=one, args=(p,), name="looptrace-fsync", daemon=True) for p in paths[1:]]
+        threads = [threading.Thread(target=one, args=(p,), name="looptrace-fsync", daemon=True)
+                   for p in paths[1:]]
         for t in threads:
             t.start()
     finally:

@@ -76,7 +76,8 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
         theirs = _cpu_ms(results[variant]) - bare
         out.append(Result(f"added CPU per call vs {name}", "ms", ours, theirs, "ratio < 1x", ours < theirs,
                           note=f"workload: tool-loop conversations growing from {FIRST} to {LAST} "
-                               f"messages (200 calls: 8 conversations); {calls} calls x {rounds} rounds, "
+                               f"messages ({-(-calls // ((LAST - FIRST) // 2 + 1))} conversations per process); "
+                               f"{calls} calls x {rounds} rounds, "
                                f"medians; bare SDK loop {bare:.2f} ms CPU/call; "
                                f"looptrace stored {stored} llm_calls rows (warm-up calls included)"
                           if variant == "openinference" else ""))

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .agent_calls import FIRST, LAST
 from .results import Result
 from .rounds import median, scratch_dir
 
@@ -74,7 +75,10 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
     for variant, name in PEERS.items():
         theirs = _cpu_ms(results[variant]) - bare
         out.append(Result(f"added CPU per call vs {name}", "ms", ours, theirs, "ratio < 1x", ours < theirs,
-                          note=f"{calls} calls x {rounds} rounds, medians; bare SDK loop {bare:.2f} ms CPU/call; "
+                          note=f"workload: tool-loop conversations growing from {FIRST} to {LAST} "
+                               f"messages ({-(-calls // ((LAST - FIRST) // 2 + 1))} conversations per process); "
+                               f"{calls} calls x {rounds} rounds, "
+                               f"medians; bare SDK loop {bare:.2f} ms CPU/call; "
                                f"looptrace stored {stored} llm_calls rows (warm-up calls included)"
                           if variant == "openinference" else ""))
     for variant, name in PEERS.items():

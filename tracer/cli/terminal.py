@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..records.text import clean_text
+from ..records.unicode import clean_text
 
 __all__ = ["visible"]
 

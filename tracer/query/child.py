@@ -56,6 +56,20 @@ def _answer(out: BinaryIO, kind: str, payload: Any) -> None:
     out.flush()
 
 
+def _open(path: str) -> Store | ParquetSource | Any:
+    """``open_source(path)``; a store file, the common case, without importing the export and catalog
+    modules (dataclasses, pyiceberg), which are start-up cost of every ``looptrace sql``."""
+    from ..store.backend import catalog_name
+
+    if catalog_name(path) is None and not os.path.isdir(path):
+        from ..store.store import Store
+
+        return Store(path)
+    from ..export.source import open_source
+
+    return open_source(path)
+
+
 def serve(request: Request, out: BinaryIO) -> None:
     from ..store import StoreError
     from .session import QueryError, execute
@@ -65,9 +79,7 @@ def serve(request: Request, out: BinaryIO) -> None:
     try:
         source = request.source
         if isinstance(source, str):
-            from ..export.source import open_source
-
-            source = open_source(source)
+            source = _open(source)
         with source.reader(locked_down=True, memory_limit=f"{mb}MB", scratch=request.scratch) as conn:
             out.write(READY)
             out.flush()

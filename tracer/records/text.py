@@ -10,29 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
+from .unicode import SURROGATE as _SURROGATE
+from .unicode import clean_text
+
 __all__ = ["clean_text", "to_json", "canonical_json", "plain"]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(value: object) -> str:
-    """``value`` as valid Unicode text (lone surrogates and undecodable bytes become U+FFFD)."""
-    if isinstance(value, str):
-        if value.isascii():  # known without a scan: CPython keeps the flag
-            return value
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
-    return clean_text(str(value))
 
 
 def _plain(value: Any) -> Any:

@@ -16,11 +16,13 @@ receiver, the importers, ``open_source``); the backend is chosen where the store
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # annotations only: the query child imports this module and does not parse arguments
+    import argparse
 
 __all__ = [
     "CATALOG_SCHEME", "RowWriter", "StoreReader", "catalog_name", "catalog_target", "add_catalog_option",

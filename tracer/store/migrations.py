@@ -17,7 +17,7 @@ from .errors import StoreError
 from .tables import EXPORT_DROPS, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
 from .views import VIEW_NAMES, VIEWS
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version", "views_current"]
 
 
 def _m001_initial(conn: duckdb.DuckDBPyConnection) -> None:
@@ -105,7 +105,7 @@ def apply_views(conn: duckdb.DuckDBPyConnection) -> None:
         conn.execute(sql)
 
 
-def _views_current(conn: duckdb.DuckDBPyConnection) -> bool:
+def views_current(conn: duckdb.DuckDBPyConnection) -> bool:
     row = conn.execute(
         "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND comment = ?",
         [VIEWS_MARK],
@@ -143,7 +143,7 @@ def migrate(conn: duckdb.DuckDBPyConnection, path: str = ":memory:") -> int:
             conn.execute("ROLLBACK")
             raise
         applied += 1
-    if applied or not _views_current(conn):
+    if applied or not views_current(conn):
         apply_views(conn)
         _mark_views(conn)
     return applied

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "empty_trash",
     "arrow_schema",
     "fsync",
+    "fsync_all",
     "to_arrow",
     "TableData",
 ]
@@ -77,6 +79,41 @@ def fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_QUIET = {signal.SIGINT, signal.SIGTERM}
+
+
+def fsync_all(paths: Sequence[Path]) -> None:
+    """``fsync`` every path, all at once. One after another, each fsync of a new file waited for a
+    journal commit of its own (ext4: ~5 ms each, 6-8 per segment, most of a final flush's wall time);
+    issued together, the file system commits them in one go (30 -> 10 ms for 6 files and their folder).
+    The helper threads block SIGINT/SIGTERM, so those signals still go to the main thread (issue 24)."""
+    if len(paths) < 2 or not hasattr(signal, "pthread_sigmask"):
+        for p in paths:
+            fsync(p)
+        return
+    errors: list[BaseException] = []
+
+    def one(p: Path) -> None:
+        try:
+            fsync(p)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the writing thread
+            errors.append(exc)
+
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _QUIET)
+    try:
+        threads = [threading.Thread(target=one, args=(p,), name="looptrace-fsync", daemon=True)
+                   for p in paths[1:]]
+        for t in threads:
+            t.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    one(paths[0])
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 # A table's rows: a sequence of dicts, or a dict of columns (what the span exporter makes).
@@ -178,16 +215,16 @@ class SegmentWriter:
         import pyarrow.parquet as pq
 
         try:
+            written = []
             for table, table_rows in tables.items():
                 if table not in RECORD_TABLES:
                     raise ValueError(f"unknown table {table!r}")
                 data = to_arrow(table_rows, arrow_schema(table))
                 target = tmp / f"{table}.parquet"
                 pq.write_table(data, target, compression="zstd")
-                if self.durable:
-                    fsync(target)
+                written.append(target)
             if self.durable:
-                fsync(tmp)
+                fsync_all([*written, tmp])
             os.rename(tmp, self.dir / name)
             if self.durable:
                 fsync(self.dir)

@@ -19,6 +19,7 @@ from .conftest import PYTHON, ROOT, python_env, query
 from .test_catalog import catalog_env, cli
 
 pytest.importorskip("pyiceberg")
+pytestmark = pytest.mark.slow  # two real export processes and an analyze
 
 NAME = "crashtest"
 

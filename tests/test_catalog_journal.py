@@ -54,6 +54,7 @@ def _counts() -> tuple[int, ...]:
         return tuple(conn.execute(COUNTS).fetchone())
 
 
+@pytest.mark.slow  # three real collect processes
 def test_a_killed_catalog_collect_loses_no_acknowledged_span(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cat_env = catalog_env(tmp_path / "catalog", NAME)
     env, journal = {**python_env(), **cat_env}, tmp_path / "journal.duckdb"

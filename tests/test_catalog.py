@@ -29,7 +29,8 @@ def catalog_env(folder: Path, name: str = NAME) -> dict[str, str]:
     folder.mkdir(parents=True, exist_ok=True)
     key = name.upper()
     return {f"PYICEBERG_CATALOG__{key}__URI": f"sqlite:///{folder / 'catalog.db'}",
-            f"PYICEBERG_CATALOG__{key}__WAREHOUSE": (folder / "warehouse").as_uri()}
+            f"PYICEBERG_CATALOG__{key}__WAREHOUSE": (folder / "warehouse").as_uri(),
+            "XDG_STATE_HOME": str(folder / "state")}  # a catalog collect's default journal, not in HOME
 
 
 @pytest.fixture

@@ -32,9 +32,9 @@ HOSTS = (("healthy", "stagnation", "max-iters", "end-turn", "cycle"),
 TIMEOUT = 240
 
 
-def _start_collect(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def _start_collect(env: dict[str, str], journal: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--catalog", NAME, "--port", "0",
-                             "--settle", "0", "--diagnose-every", "0"], cwd=ROOT, env=env,
+                             "--settle", "0", "--diagnose-every", "0", "--journal", str(journal)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -45,7 +45,7 @@ def _start_collect(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
 
 def test_three_collectors_append_to_one_catalog_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**python_env(), **catalog_env(tmp_path / "catalog", NAME)}
-    started = [_start_collect(env) for _ in HOSTS]
+    started = [_start_collect(env, tmp_path / f"journal-{i}.duckdb") for i in range(len(HOSTS))]
     sent: dict[str, tuple[str, str, int]] = {}  # run_id -> (scenario, status, steps) as the agent saw it
     try:
         agents = [subprocess.Popen([PYTHON, "-m", "tests.scale_agent", endpoint, *names], cwd=ROOT, env=env,

@@ -6,7 +6,9 @@ rows were redacted when they entered the store, so they are copied as they are, 
 the sink again. Each chunk of runs is appended table by table with ``run_records`` last (the
 catalog's own rule, ``CatalogStore.write``): a run counts as exported only once everything else of
 it is in. Rows of no run (spans whose trace never became a run, model calls outside a run) are
-copied once, by their span id and call id. Runs still running wait for a later export.
+copied once, by their span id and call id. Runs still running wait for a later export. An export
+killed between two commits of a chunk leaves rows of runs that ``run_records`` lacks (readers do not
+show them); the next export removes those rows of its runs before copying them again (``repaired``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class CatalogExport:
     runs: int = 0
     present: int = 0  # finished runs already in the catalog
     waiting: int = 0  # runs still running
+    repaired: int = 0  # runs a killed export left in part: their rows removed, then copied again
     rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -78,6 +81,12 @@ def export_catalog(db: str | os.PathLike[str], catalog: CatalogStore, *, chunk_r
         report.waiting = int(conn.execute(WAITING_RUNS_SQL).fetchall()[0][0])
         todo = [r for r in finished if r not in present]
         report.present = len(finished) - len(todo)
+        if todo:
+            # Only this store's runs: rows of other runs without run_records may be another writer's
+            # batch being committed right now, not a crashed one.
+            left = sorted(catalog.orphan_runs().intersection(todo))
+            catalog.delete_runs(left)
+            report.repaired = len(left)
         for start in range(0, len(todo), chunk_runs):
             ids = todo[start:start + chunk_runs]
             batch = {t: conn.sql(CHUNK_ROWS_SQL.format(columns=columns[t], table=t), params=[ids]).to_arrow_table()

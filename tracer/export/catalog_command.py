@@ -27,6 +27,8 @@ def export_to_catalog(args: argparse.Namespace) -> int:
           f"{report.seconds:.1f}s; {count(report.present, 'run')} already there")
     if rows:
         print("rows: " + ", ".join(f"{t} {n}" for t, n in report.rows.items() if n))
+    if report.repaired:
+        print(f"{count(report.repaired, 'run')} left in part by an interrupted export: copied again whole")
     if report.waiting:
         print(f"{count(report.waiting, 'run')} still running: a later export takes them")
     return 0

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..cli.main import add_command
 from ..cli.plural import count
@@ -104,11 +104,10 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
 
     # The default gRPC port taken (by another collect?) is no reason to refuse HTTP: serve HTTP alone.
     tries = [args.grpc_port, None] if args.grpc_port == _GRPC_DEFAULT and args.port is not None else [args.grpc_port]
+    journal = _journal(args)
     for grpc_port in tries:
-        # The journal is a table of a DuckDB store, keyed by trace, not by run: an Iceberg catalog
-        # (partitioned by run) does not hold it, so a catalog collect answers from memory as before.
         receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
-                                max_body=int(args.max_body_mb * (1 << 20)), journal=catalog_name(args.db) is None)
+                                max_body=int(args.max_body_mb * (1 << 20)), **journal)
         try:
             return receiver.start()
         except PortTaken as exc:
@@ -119,6 +118,19 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
             print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
             return None
     return None
+
+
+def _journal(args: argparse.Namespace) -> dict[str, Any]:
+    """For a catalog: the journal in a local DuckDB file (an Iceberg catalog, partitioned by run, does
+    not hold a journal keyed by trace), and the writer that closes traces there (catalog_journal.py)."""
+    name = catalog_name(args.db)
+    if name is None:
+        return {}
+    from ..store.iceberg import CatalogStore
+    from .catalog_journal import JournaledCatalogWriter, journal_path
+
+    journal = args.journal or journal_path(name, args.port if args.port is not None else args.grpc_port)
+    return {"journal_db": journal, "writer": JournaledCatalogWriter(CatalogStore(name), journal)}
 
 
 def _announce(args: argparse.Namespace, receiver: OtlpReceiver) -> None:
@@ -141,6 +153,9 @@ def _collect(args: argparse.Namespace) -> int:
 
     if args.port is None and args.grpc_port is None:
         print("error: --port off and --grpc-port off leave nothing to listen on", file=sys.stderr)
+        return 2
+    if args.journal and not args.catalog:
+        print("error: --journal goes with --catalog (a DuckDB store holds its own journal)", file=sys.stderr)
         return 2
     args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
     with _stop_on_signals() as asked:
@@ -194,6 +209,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--db", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
     add_catalog_option(p, reads=False)
+    p.add_argument("--journal", default=None, metavar="PATH",
+                   help="with --catalog: the local DuckDB file holding acknowledged spans of open traces "
+                   "(default $XDG_STATE_HOME/looptrace/collect-NAME-PORT.duckdb, one per catalog and port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=4318,
                    help="OTLP/HTTP port (default 4318; 0 picks a free one; off serves no HTTP)")

@@ -39,11 +39,14 @@ class Sink:
     """
 
     def __init__(
-        self, store_path: str | os.PathLike[str], *, redactor: Redactor | None = None, durable: bool = True
+        self, store_path: str | os.PathLike[str], *, redactor: Redactor | None = None, durable: bool = True,
+        writer: RowWriter | None = None,
     ) -> None:
         self.store_path = os.fspath(store_path)
         self.redactor = redactor if redactor is not None else Redactor()
-        self._writer = _row_writer(store_path, durable)
+        # ``writer``: where redacted rows go instead of the target's own backend (a catalog receiver's
+        # writer also closes its spans in a local journal, ingest/catalog_journal.py).
+        self._writer = writer if writer is not None else _row_writer(store_path, durable)
 
     def write(self, records: Records | Mapping[str, TableData]) -> str | None:
         """Redact and write one batch as one segment (seen whole or not at all); its name, or None

@@ -43,11 +43,13 @@ def typed_select(table: str, present: set[str]) -> str:
                      for name, kind in table_columns(table))
 
 
-def view_sql(conn: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> str:
-    """``CREATE VIEW table`` over ``files``; with no files, an empty view of the right shape."""
+def view_sql(conn: duckdb.DuckDBPyConnection, table: str, files: Sequence[str], *, typed_as: str | None = None) -> str:
+    """``CREATE VIEW table`` over ``files``, typed as the base table ``typed_as`` (default ``table``);
+    with no files, an empty view of the right shape."""
+    name, table = table, typed_as or table
     if not files:
-        return f"CREATE VIEW {table} AS SELECT {typed_select(table, set())} WHERE false"
+        return f"CREATE VIEW {name} AS SELECT {typed_select(table, set())} WHERE false"
     source = (f"read_parquet([{', '.join(_literal(str(f)) for f in files)}], "
               "hive_partitioning = false, union_by_name = true)")
     present = {r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    return f"CREATE VIEW {table} AS SELECT {typed_select(table, present)} FROM {source}"
+    return f"CREATE VIEW {name} AS SELECT {typed_select(table, present)} FROM {source}"

@@ -50,6 +50,7 @@ from ...loopback import LoopbackServer
 from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
 from ...store import StoreError
+from ...store.backend import RowWriter
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
 from .grpc_service import GrpcEndpoint
 from .http_handler import TRACES_PATH, OtlpHttpHandler
@@ -74,13 +75,19 @@ class OtlpReceiver:
                  max_body: int = DEFAULT_MAX_BODY, settle: float = 2.0, idle_timeout: float | None = 600.0,
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
                  redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000,
-                 prune_every: float | None = 300.0) -> None:
+                 prune_every: float | None = 300.0, journal_db: str | os.PathLike[str] | None = None,
+                 writer: RowWriter | None = None) -> None:
         self.db = os.fspath(db)
+        # Where the journal lives: the store itself, or a local DuckDB file when ``db`` cannot hold it
+        # (an Iceberg catalog: ``writer`` then writes traces there and closes them in that file).
+        self.journal_db = os.fspath(journal_db) if journal_db is not None else self.db
         self.max_body = max_body
         self._address = (host, port)
         self._grpc_port = grpc_port
         self._grpc: GrpcEndpoint | None = None
-        self._sink = Sink(self.db, redactor=redactor, durable=durable)
+        self._sink = Sink(self.db, redactor=redactor, durable=durable, writer=writer)
+        self._journal_sink = self._sink if self.journal_db == self.db else Sink(
+            self.journal_db, redactor=self._sink.redactor, durable=durable)
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans)
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
@@ -133,9 +140,10 @@ class OtlpReceiver:
             raise RuntimeError("an OtlpReceiver can be started once")
         if self._journal is not None:
             try:
-                left = recover(self.db)
+                left = recover(self.journal_db)
             except (StoreError, OSError) as exc:
-                log.warning("looptrace collect: could not read the open traces back from %s: %s", self.db, exc)
+                log.warning("looptrace collect: could not read the open traces back from %s: %s",
+                            self.journal_db, exc)
                 left = Recovered()
             with self._lock:
                 ages = left.ages(datetime.now(timezone.utc).replace(tzinfo=None))
@@ -253,7 +261,7 @@ class OtlpReceiver:
         return self._journal.commits if self._journal is not None else 0
 
     def _journal_write(self, spans: list[PlainSpan]) -> None:
-        self._sink.write({JOURNAL: journal_rows(spans, datetime.now(timezone.utc).replace(tzinfo=None))})
+        self._journal_sink.write({JOURNAL: journal_rows(spans, datetime.now(timezone.utc).replace(tzinfo=None))})
 
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
         """Buffer a decoded request, write what is due, and journal what is still only in memory. True
@@ -309,6 +317,6 @@ class OtlpReceiver:
         if self._prune_every is None:
             return
         try:
-            self.pruned_spans += prune(self.db) or 0
+            self.pruned_spans += prune(self.journal_db) or 0
         except Exception as exc:  # noqa: BLE001 - pruning is housekeeping: the journal is only kept longer
-            log.warning("looptrace collect: could not prune the journal of %s: %s", self.db, exc)
+            log.warning("looptrace collect: could not prune the journal of %s: %s", self.journal_db, exc)

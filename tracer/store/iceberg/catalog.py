@@ -10,8 +10,10 @@ Many writers: an Iceberg commit is one compare-and-swap of the table's metadata 
 catalog, so two appends never overwrite each other; the loser refreshes and commits again
 (pyiceberg retries, up to ``COMMIT_RETRIES`` times, set on every table this code creates; SQLite's
 own "database is locked" is retried here). Iceberg has no commit across tables, so a batch is
-appended table by table with ``run_records`` last: a run appears in ``runs`` only once its steps,
-calls and spans are in. The object is picklable (only the catalog's name travels), so a query child
+appended table by table with ``run_records`` last, and readers show only rows of runs that
+``run_records`` knows (``session.py``): a writer killed between two commits leaves rows no reader
+sees, and whoever writes those runs again first removes them (``delete_runs``, ``orphan_runs``), so
+nothing is seen twice. The object is picklable (only the catalog's name travels), so a query child
 process or a Ray task reopens the catalog itself.
 """
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 __all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES", "as_store_arrow",
-           "retrying"]
+           "retrying", "planning_order"]
 
 EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
@@ -108,6 +110,12 @@ def as_store_arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
         return pa.table({f.name: rows.column(f.name).cast(f.type) if f.name in have
                          else pa.nulls(rows.num_rows, f.type) for f in schema}, schema=schema)
     return to_arrow(rows, schema)
+
+
+def planning_order(tables: Sequence[str]) -> list[str]:
+    """``run_records`` first: a run it lists committed its other rows before, so the snapshots of the
+    other tables, taken after, hold them all (the other way round, a run could show without its steps)."""
+    return sorted(tables, key=lambda t: t != "run_records")
 
 
 class CatalogStore:
@@ -205,6 +213,49 @@ class CatalogStore:
 
         return retrying(refresh_and_attempt, f"appending to {tbl.name()}")
 
+    def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = ()) -> None:
+        """Remove every row of these runs (and the spans of these traces), ``run_records`` first, so a
+        run leaves the readers' sight before its other rows go: what a writer does before writing a
+        batch again that may have been written, whole or in part, by one that crashed."""
+        from pyiceberg.expressions import In, Or
+
+        ids, traces = sorted(set(run_ids)), sorted(set(trace_ids))
+        if not ids and not traces:
+            return
+        tables = self.create_tables()
+        for table in planning_order(CATALOG_TABLES):
+            if table == "spans" and traces:
+                where = Or(In("run_id", ids), In("trace_id", traces)) if ids else In("trace_id", traces)
+            elif ids and "run_id" in tables[table].schema().column_names:
+                where = In("run_id", ids)
+            else:
+                continue
+            self._delete(tables[table], where)
+
+    def _delete(self, tbl: Table, where: Any) -> None:
+        def attempt() -> None:
+            try:
+                tbl.delete(delete_filter=where)
+            except Exception as exc:
+                if _transient(exc):
+                    tbl.refresh()
+                raise
+
+        retrying(attempt, f"deleting from {tbl.name()}")
+
+    def orphan_runs(self) -> set[str]:
+        """Run ids with rows in some table but none in ``run_records``: a batch a writer did not finish
+        (crashed between commits), or one being written right now by another writer."""
+        listed: set[str] = set()
+        seen: set[str] = set()
+        for table in planning_order(CATALOG_TABLES):
+            tbl = self.table(table)
+            if tbl is None or "run_id" not in tbl.schema().column_names:
+                continue
+            ids = tbl.scan(selected_fields=("run_id",)).to_arrow().column("run_id").unique().to_pylist()
+            (listed if table == "run_records" else seen).update(i for i in ids if i is not None)
+        return seen - listed
+
     def replace_diagnoses(self, run_ids: Sequence[str], data: pa.Table) -> None:
         """The analyzer's write: these runs' diagnoses become ``data``, in one atomic overwrite."""
         from pyiceberg.expressions import In
@@ -232,7 +283,7 @@ class CatalogStore:
     def files(self) -> dict[str, list[Any]]:
         """Each existing table's scan tasks in its current snapshot (one per data file)."""
         out: dict[str, list[Any]] = {}
-        for table in CATALOG_TABLES:
+        for table in planning_order(CATALOG_TABLES):
             tbl = self.table(table)
             if tbl is not None:
                 out[table] = list(tbl.scan().plan_files())

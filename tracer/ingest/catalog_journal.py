@@ -1,0 +1,95 @@
+"""A durable ``collect --catalog``: the receiver's journal in a local DuckDB file, its traces in the catalog.
+
+The journal (``otlp/journal.py``) keeps every acknowledged span of an open trace in ``received_spans``
+until the trace is written, and a span counts as written once ``spans`` holds it in the same store.
+An Iceberg catalog cannot hold the journal (it is keyed by trace, the catalog is partitioned by run),
+so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, default
+``journal_path``) and writes traces through ``JournaledCatalogWriter``, which
+
+1. appends the trace's rows to the catalog (``CatalogStore.write``, ``run_records`` last), then
+2. closes its spans in the journal file: a ``spans`` row per span with its ids, name and run only,
+   which is all the journal's queries read (the rows themselves live in the catalog).
+
+A kill between 1 and 2, or in the middle of 1, leaves spans open that the catalog holds, whole or
+in part. The next receiver on that journal takes them back and writes their traces again; this
+writer first removes whatever the catalog has of those traces (``delete_runs``: their runs and
+their spans), so every run ends up in the catalog once. Run ids are derived from the trace, so the
+second write names the same runs as the first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..store import StoreError
+from ..store.segments import SegmentWriter
+from .otlp.journal import recover
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..store.iceberg import CatalogStore
+
+__all__ = ["JournaledCatalogWriter", "journal_path"]
+
+# The span columns the journal's queries read (OPEN_SPANS_SQL, WRITTEN_SPANS_SQL); name is NOT NULL.
+_CLOSING = ("trace_id", "span_id", "name", "run_id")
+# Process counters have no catalog table; they stay with the receiver, in its journal file.
+_LOCAL = ("writer_stats",)
+
+
+def journal_path(catalog: str, port: int | None) -> Path:
+    """The default journal of a receiver of ``catalog`` on ``port``: one per catalog and port under
+    ``$XDG_STATE_HOME/looptrace`` (``~/.local/state``), so a receiver restarted as it was finds the
+    traces its predecessor left open, and two receivers on one host never share one."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "looptrace" / f"collect-{catalog}-{port if port is not None else 'grpc'}.duckdb"
+
+
+class JournaledCatalogWriter:
+    """The sink's ``RowWriter`` for a catalog receiver whose journal is the DuckDB file ``journal``."""
+
+    def __init__(self, catalog: CatalogStore, journal: str | os.PathLike[str], *, durable: bool = True) -> None:
+        self.catalog = catalog
+        self.journal = os.fspath(journal)
+        Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
+        self._local = SegmentWriter(self.journal, durable=durable)
+        # Traces a killed receiver left open: the catalog may hold some of their rows already. (A
+        # journal that cannot be read now is the receiver's to report: it takes nothing back either.)
+        try:
+            self._retaken = {s.trace_id for s in recover(self.journal).spans}
+        except (StoreError, OSError):
+            self._retaken = set()
+        self.rewritten = 0  # traces written again after a crash (their earlier rows removed first)
+
+    def write(self, rows: Mapping[str, Any]) -> str | None:
+        from ..store.iceberg.catalog import as_store_arrow
+
+        local = {t: rows[t] for t in _LOCAL if t in rows}
+        data = {t: as_store_arrow(t, r) for t, r in rows.items() if t not in _LOCAL}
+        spans = data.get("spans")
+        again = self._retaken.intersection(spans.column("trace_id").to_pylist()) if spans is not None else set()
+        if again:
+            self.catalog.delete_runs(sorted(_runs_of(data, again)), sorted(again))
+        snapshot = self.catalog.write(data)
+        if spans is not None and spans.num_rows:
+            self._local.write({"spans": {c: spans.column(c).to_pylist() for c in _CLOSING}})
+        if local:
+            self._local.write(local)
+        self._retaken -= again
+        self.rewritten += len(again)
+        return snapshot
+
+
+def _runs_of(data: Mapping[str, pa.Table], traces: set[str]) -> set[str]:
+    """The runs of ``traces`` in this batch (by their run records and spans): only theirs are removed,
+    never those of another trace in the same batch (a looptrace run is written over many)."""
+    out: set[str] = set()
+    for table in ("run_records", "spans"):
+        if table in data:
+            rows = data[table].select(["trace_id", "run_id"]).to_pylist()
+            out.update(r["run_id"] for r in rows if r["trace_id"] in traces and r["run_id"] is not None)
+    return out

@@ -51,6 +51,10 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _arguments(text: Any) -> Any:
     try:
         return json.loads(text) if isinstance(text, str) else text
@@ -77,8 +81,9 @@ def _steps(messages: list[Any]) -> tuple[list[ImportedStep], list[str]]:
             thoughts[source] = content_text(content)
         elif source != _PERSON and kind not in _SKIPPED:
             n = len(steps) + 1
-            base = {"step": n, "context_tokens": usage.get("prompt_tokens") or estimate_tokens(chars),
-                    "input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens"),
+            prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+            base = {"step": n, "context_tokens": prompt or estimate_tokens(chars),
+                    "input_tokens": prompt, "output_tokens": completion,
                     "agent": source, "started_at": _time(m.get("created_at")), "ended_at": _time(m.get("created_at")),
                     "thought": thoughts.pop(source, None)}
             calls = content if kind == "ToolCallRequestEvent" and isinstance(content, list) else None

@@ -42,9 +42,9 @@ def is_task_log(data: Any) -> bool:
 
 def parse(data: Any, path: Path) -> list[Trajectory]:
     steps: list[ImportedStep] = []
-    open_tasks: dict[tuple[Any, Any, str], ImportedStep] = {}
+    open_tasks: dict[tuple[str, str, str], ImportedStep] = {}
     for e in data:
-        key = (e.get("task_name"), e.get("task"), e["agent"])
+        key = (str(e.get("task_name")), str(e.get("task")), e["agent"])
         if e["status"] == "started":
             step = ImportedStep(step=len(steps) + 1, agent=e["agent"])
             open_tasks[key] = step
@@ -62,7 +62,7 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         source=str(path), agent=Counter(s.agent for s in steps).most_common(1)[0][0] or "crew", status=status, steps=steps,
         task=clip(str(first.get("task") or first.get("task_name") or "") or None),
         answer=steps[-1].thought if status == "ok" else None,
-        attributes={"format": "crewai", "tasks": [e.get("task_name") for e in data if e["status"] == "started"],
+        attributes={"format": "crewai", "tasks": [str(e.get("task_name")) for e in data if e["status"] == "started"],
                     "first_timestamp": first.get("timestamp"), "last_timestamp": data[-1].get("timestamp"),
                     **({"agents": sorted({s.agent for s in steps if s.agent})}
                        if len({s.agent for s in steps}) > 1 else {})},

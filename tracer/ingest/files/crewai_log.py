@@ -36,7 +36,8 @@ _STATUSES = frozenset({"started", "completed"})
 
 def is_task_log(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and all(
-        isinstance(e, dict) and e.get("status") in _STATUSES and isinstance(e.get("agent"), str)
+        isinstance(e, dict) and isinstance(e.get("status"), str) and e["status"] in _STATUSES
+        and isinstance(e.get("agent"), str)
         and ("task" in e or "task_name" in e) and "timestamp" in e for e in data)
 
 

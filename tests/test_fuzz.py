@@ -122,11 +122,31 @@ CHAT = st.one_of(
     obj({"history": maybe(MESSAGES)}, required=("history",)),
 )
 
+AGENTCHAT_PART = obj({"id": maybe(TEXT), "name": maybe(TEXT), "arguments": maybe(st.one_of(TEXT, JUNK.map(json.dumps))),
+                      "call_id": maybe(TEXT), "content": maybe(CONTENT), "is_error": maybe(st.booleans())})
+AGENTCHAT_MESSAGE = obj({
+    # source and type are what detection needs; everything else may be junk
+    "source": st.sampled_from(["user", "MagenticOneOrchestrator", "Researcher"]),
+    "type": st.one_of(TEXT, st.sampled_from(["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ThoughtEvent",
+                                   "StopMessage", "ToolCallSummaryMessage"])),
+    "content": maybe(st.one_of(CONTENT, st.lists(maybe(AGENTCHAT_PART), max_size=3))),
+    "models_usage": maybe(USAGE), "created_at": maybe(st.one_of(TEXT, st.just("2026-12-04T04:31:00.138294Z"))),
+}, required=("source", "type"))
+AGENTCHAT = obj({"messages": st.lists(AGENTCHAT_MESSAGE, min_size=1, max_size=8),
+                 "stop_reason": maybe(TEXT), "error": maybe(TEXT)}, required=("messages", "stop_reason"))
+CREWAI_ENTRY = obj({"timestamp": maybe(TEXT), "task_name": maybe(TEXT), "task": maybe(TEXT),
+                    "agent": st.one_of(TEXT, st.sampled_from(["Researcher", "Writer"])),
+                    "status": st.sampled_from(["started", "completed"]), "output": maybe(CONTENT)},
+                   required=("timestamp", "agent", "status"))
+CREWAI = st.lists(CREWAI_ENTRY, min_size=1, max_size=6)
+
 FORMATS = {
     "swe-agent": (SWE_AGENT, [".traj", ".traj.gz", ".json"]),
     "mini-swe-agent": (MINI_SWE_AGENT, [".traj.json"]),
     "openai-chat": (OPENAI_CHAT, [".json", ".json.gz"]),
     "chat": (CHAT, [".json"]),
+    "autogen-agentchat": (AGENTCHAT, [".json"]),
+    "crewai": (CREWAI, [".json"]),
 }
 
 # -- importing ------------------------------------------------------------------------------------------

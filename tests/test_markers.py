@@ -21,6 +21,8 @@ EXAMPLES: list[tuple[str, str, str, str]] = [
     ("mini-swe-agent exit status", "attributes", "LimitsExceeded", "cap_hit"),
     ("Magentic-One orchestrator (AutoGen)", "step", "Max rounds (20) reached.", "cap_hit"),
     ("Magentic-One orchestrator (AutoGen)", "step", "Replan counter exceeded... Stopping.", "cap_hit"),
+    ("Magentic-One orchestrator (AutoGen AgentChat 0.4+ stop reason)", "attributes",
+     '{"format": "autogen-agentchat", "stop_reason": "Max rounds reached."}', "cap_hit"),
     ("AutoGen / harness time limit", "error", "TimeoutError: maximum time exceeded", "cap_hit"),
     ("AutoGen AgentChat termination", "step", "Maximum number of messages 10 reached, current message count: 10",
      "cap_hit"),

@@ -152,3 +152,17 @@ def test_a_real_ag2_group_chat(ag2_logs: Path, tmp_path: Path) -> None:
         db, "SELECT CAST(s.events AS VARCHAR) FROM steps s JOIN runs r USING (run_id) WHERE r.source = ? "
             "ORDER BY s.step", [source])]
     assert agents == ["Executor", "Engineer", "Reviewer", "Engineer", "Reviewer", "Engineer", "Reviewer"]
+
+
+@pytest.mark.slow
+def test_ag2_records_max_round_only_as_a_termination_event(tmp_path: Path) -> None:
+    """Why an AG2 chat cut by ``max_round`` is not ``cap_hit``: AG2 0.14 writes the reason in none of the
+    records a user saves (the group's messages, the ``ChatResult``, its runtime log); only its
+    ``TerminationEvent``, printed to stdout and streamed by the ``run()`` API. If that changes, map it."""
+    pytest.importorskip("autogen", reason="ag2 (the frameworks extra)")
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_probe", str(tmp_path / "runtime.log")], cwd=ROOT,
+                          env=python_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "groupchat.messages": False, "ChatResult": False, "runtime log": False, "stdout": True,
+        "run() events": ["termination"]}

@@ -63,6 +63,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"Max rounds \(\d+\) reached", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
     Marker(r"Replan counter exceeded", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
     Marker(r"Max time \(\d+s\) reached", "cap_hit", "Magentic-One orchestrator (AutoGen)"),
+    Marker(r"\bMax rounds reached\.", "cap_hit", "Magentic-One orchestrator (AutoGen AgentChat 0.4+ stop reason)"),
     Marker(r"(?i)maximum time exceeded|time limit exceeded", "cap_hit", "AutoGen / harness time limit"),
     Marker(r"Maximum number of (messages|turns) \d+ reached", "cap_hit", "AutoGen AgentChat termination"),
     Marker(r"Max turns \(\d+\) exceeded|\bMaxTurnsExceeded\b", "cap_hit", "OpenAI Agents SDK"),

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TrajectoryFormatError
+from .agentchat import is_task_result
+from .crewai_log import is_task_log
 from .generic_chat import is_message, messages_of
 from .openai_chat import is_episode
 from .openhands import is_event_stream
@@ -24,7 +26,8 @@ from .text import content_text, decode_document
 
 __all__ = ["FORMATS", "MAX_BYTES", "detect", "is_candidate", "loads", "read_document", "read_text"]
 
-FORMATS = ("swe-agent", "mini-swe-agent", "openai-chat", "chat", "inspect-ai", "openhands")
+FORMATS = ("swe-agent", "mini-swe-agent", "openai-chat", "chat", "inspect-ai", "openhands", "autogen-agentchat",
+           "crewai")
 MAX_BYTES = 1 << 30  # a trajectory bigger than 1 GiB (decompressed) is refused rather than read into memory
 # A Python literal is parsed into a tree several times its size: only files up to this are tried.
 LITERAL_MAX_CHARS = 64 << 20
@@ -118,6 +121,10 @@ def detect(path: Path, data: Any) -> str:
         return "openai-chat"
     if isinstance(data, list) and data and all(is_episode(item) for item in data):
         return "openai-chat"
+    if is_task_result(data):
+        return "autogen-agentchat"
+    if is_task_log(data):
+        return "crewai"
     messages = messages_of(data)
     if messages and all(is_message(m) for m in messages):
         return "openai-chat" if _has_tool_traffic(messages) else "chat"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import claude_code, generic_chat, inspect_log, minisweagent, openai_chat, openhands, sweagent
+from . import agentchat, claude_code, crewai_log, generic_chat, inspect_log, minisweagent, openai_chat, openhands, sweagent
 from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
 from .registry import plugins
@@ -38,6 +38,8 @@ PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     "chat": generic_chat.parse,
     "inspect-ai": inspect_log.parse,
     "openhands": openhands.parse,
+    "autogen-agentchat": agentchat.parse,
+    "crewai": crewai_log.parse,
 }
 
 # What `looptrace import --formats` prints for the built-in formats (docs/importers.md has the mapping).
@@ -51,6 +53,9 @@ DESCRIPTIONS: dict[str, str] = {
     "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
     "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
                  "[action, observation] pairs)",
+    "autogen-agentchat": "AutoGen AgentChat task results ({messages: [{source, type, content}], stop_reason}): "
+                         "Magentic-One and other teams, each agent's turns also a sub-run",
+    "crewai": "CrewAI task logs (Crew(output_log_file=...json)), each agent's tasks also a sub-run",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
     "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "

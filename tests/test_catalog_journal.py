@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from looptrace.tracer.export.source import open_source
-from looptrace.tracer.ingest.catalog_journal import JournaledCatalogWriter
 from looptrace.tracer.ingest.otlp import OtlpReceiver
-from looptrace.tracer.ingest.otlp.journal import recover
+from looptrace.tracer.ingest.otlp.journal import open_traces, recover
 from looptrace.tracer.store.iceberg import CatalogStore
+from looptrace.tracer.store.iceberg.journaled import JournaledCatalogWriter
 
 from .conftest import PYTHON, ROOT, python_env
 from .test_catalog import catalog_env
@@ -108,7 +108,7 @@ def test_a_trace_in_the_catalog_but_open_in_the_journal_is_written_again_once(
     os.rename(f"{segments}-moved", segments)
     assert len(recover(str(journal)).spans) == 3
 
-    writer = JournaledCatalogWriter(CatalogStore(NAME), journal)
+    writer = JournaledCatalogWriter(CatalogStore(NAME), journal, retaken=open_traces(str(journal)))
     with OtlpReceiver(f"iceberg:{NAME}", port=None, settle=60, journal_db=journal, writer=writer) as again:
         assert again.stats.recovered_spans == 3
     assert writer.rewritten == 1

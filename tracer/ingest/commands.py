@@ -122,15 +122,17 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
 
 def _journal(args: argparse.Namespace) -> dict[str, Any]:
     """For a catalog: the journal in a local DuckDB file (an Iceberg catalog, partitioned by run, does
-    not hold a journal keyed by trace), and the writer that closes traces there (catalog_journal.py)."""
+    not hold a journal keyed by trace), and the writer that closes traces there (store/iceberg/journaled.py)."""
     name = catalog_name(args.db)
     if name is None:
         return {}
     from ..store.iceberg import CatalogStore
-    from .catalog_journal import JournaledCatalogWriter, journal_path
+    from ..store.iceberg.journaled import JournaledCatalogWriter, journal_path
+    from .otlp.journal import open_traces
 
     journal = args.journal or journal_path(name, args.port if args.port is not None else args.grpc_port)
-    return {"journal_db": journal, "writer": JournaledCatalogWriter(CatalogStore(name), journal)}
+    writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)))
+    return {"journal_db": journal, "writer": writer}
 
 
 def _announce(args: argparse.Namespace, receiver: OtlpReceiver) -> None:

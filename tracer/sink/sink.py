@@ -45,7 +45,7 @@ class Sink:
         self.store_path = os.fspath(store_path)
         self.redactor = redactor if redactor is not None else Redactor()
         # ``writer``: where redacted rows go instead of the target's own backend (a catalog receiver's
-        # writer also closes its spans in a local journal, ingest/catalog_journal.py).
+        # writer also closes its spans in a local journal, store/iceberg/journaled.py).
         self._writer = writer if writer is not None else _row_writer(store_path, durable)
 
     def write(self, records: Records | Mapping[str, TableData]) -> str | None:

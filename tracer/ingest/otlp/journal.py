@@ -34,7 +34,7 @@ from ...store import Store, StoreError
 from ...store.store import is_lock_error
 
 __all__ = ["JOURNAL", "REMEMBER", "GroupCommit", "Overloaded", "Recovered", "journal_rows", "spans_of_rows", "recover",
-           "prune"]
+           "open_traces", "prune"]
 
 JOURNAL = "received_spans"
 
@@ -140,6 +140,19 @@ def recover(db: str, *, remember: timedelta = REMEMBER, limit: int = 1_000_000) 
         written = [(t, s, r) for t, s, r in conn.execute(WRITTEN_SPANS_SQL, [since, limit]).fetchall()]
         last = {t: at for t, at in conn.execute(OPEN_TRACES_SQL).fetchall()} if spans else {}
     return Recovered(spans, written, last)
+
+
+def open_traces(db: str) -> set[str]:
+    """The ids of the traces the journal at ``db`` holds open (empty when it cannot be read now: the
+    receiver that takes them back reports that)."""
+    store = Store(db)
+    if not store.path.exists() and not store.segments_dir.exists():
+        return set()
+    try:
+        with store.reader(locked_down=False) as conn:
+            return {t for t, _ in conn.execute(OPEN_TRACES_SQL).fetchall()}
+    except (StoreError, OSError):
+        return set()
 
 
 def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int | None:

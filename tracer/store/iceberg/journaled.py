@@ -1,6 +1,6 @@
 """A durable ``collect --catalog``: the receiver's journal in a local DuckDB file, its traces in the catalog.
 
-The journal (``otlp/journal.py``) keeps every acknowledged span of an open trace in ``received_spans``
+The journal (``tracer/ingest/otlp/journal.py``) keeps every acknowledged span of an open trace in ``received_spans``
 until the trace is written, and a span counts as written once ``spans`` holds it in the same store.
 An Iceberg catalog cannot hold the journal (it is keyed by trace, the catalog is partitioned by run),
 so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, default
@@ -12,7 +12,8 @@ so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, defau
 
 A kill between 1 and 2, or in the middle of 1, leaves spans open that the catalog holds, whole or
 in part. The next receiver on that journal takes them back and writes their traces again; this
-writer first removes whatever the catalog has of those traces (``delete_runs``: their runs and
+writer, told which traces were open at start (``retaken``: the journal's, read by the caller, since
+the store layer does not read the receiver's journal), first removes whatever the catalog has of those traces (``delete_runs``: their runs and
 their spans), so every run ends up in the catalog once. Run ids are derived from the trace, so the
 second write names the same runs as the first.
 """
@@ -20,18 +21,16 @@ second write names the same runs as the first.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..store import StoreError
-from ..store.segments import SegmentWriter
-from .otlp.journal import recover
+from ..segments import SegmentWriter
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..store.iceberg import CatalogStore
+    from .catalog import CatalogStore
 
 __all__ = ["JournaledCatalogWriter", "journal_path"]
 
@@ -52,21 +51,18 @@ def journal_path(catalog: str, port: int | None) -> Path:
 class JournaledCatalogWriter:
     """The sink's ``RowWriter`` for a catalog receiver whose journal is the DuckDB file ``journal``."""
 
-    def __init__(self, catalog: CatalogStore, journal: str | os.PathLike[str], *, durable: bool = True) -> None:
+    def __init__(self, catalog: CatalogStore, journal: str | os.PathLike[str], *, retaken: Iterable[str] = (),
+                 durable: bool = True) -> None:
         self.catalog = catalog
         self.journal = os.fspath(journal)
         Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
         self._local = SegmentWriter(self.journal, durable=durable)
-        # Traces a killed receiver left open: the catalog may hold some of their rows already. (A
-        # journal that cannot be read now is the receiver's to report: it takes nothing back either.)
-        try:
-            self._retaken = {s.trace_id for s in recover(self.journal).spans}
-        except (StoreError, OSError):
-            self._retaken = set()
+        # Traces a killed receiver left open: the catalog may hold some of their rows already.
+        self._retaken = set(retaken)
         self.rewritten = 0  # traces written again after a crash (their earlier rows removed first)
 
     def write(self, rows: Mapping[str, Any]) -> str | None:
-        from ..store.iceberg.catalog import as_store_arrow
+        from .catalog import as_store_arrow
 
         local = {t: rows[t] for t in _LOCAL if t in rows}
         data = {t: as_store_arrow(t, r) for t, r in rows.items() if t not in _LOCAL}

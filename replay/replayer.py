@@ -23,7 +23,7 @@ from looptrace.loop.tools import Tool, ToolResult
 from looptrace.tracer import Tracing
 from looptrace.tracer.cli.plural import count
 from looptrace.tracer.sink.redact import Redactor, restore_env
-from looptrace.tracer.records.requests import content_sha
+from looptrace.tracer.records.requests import RequestLog
 from looptrace.tracer.records.text import canonical_json
 
 from .drift import describe_drift
@@ -58,6 +58,7 @@ class ReplayModel:
     # Recordings hold redacted requests, hashed as redacted (records/requests.py): a live request
     # is compared after the same redaction, so a run whose prompt held a secret replays exactly.
     redactor: Redactor = field(default_factory=Redactor)
+    _requests: RequestLog | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -82,11 +83,12 @@ class ReplayModel:
             raise ModelError(f"the recording ends after {len(calls)} model calls (step {next_step - 1}); "
                              "continuing needs a live model (--base-url)")
         recorded = calls[k]
-        redacted = self.redactor.value(dict(request))
-        if content_sha(redacted) != recorded.request_sha:
+        if self._requests is None:
+            self._requests = RequestLog(self.redactor.value)
+        if self._requests.identity(request) != recorded.request_sha:
             if self.drift is None:
                 self.drift_step = recorded.step
-                self.drift = describe_drift(recorded.request, redacted)
+                self.drift = describe_drift(recorded.request, self.redactor.value(dict(request)))
             if self.live is not None:
                 return self._go_live(request, on_retry, recorded.step)
             if self.strict:

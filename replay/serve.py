@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from looptrace.loop.replies import Fault, Reply, ScriptItem
-from looptrace.tracer.records.requests import content_sha
+from looptrace.tracer.records.requests import RequestLog
 from looptrace.tracer.sink.redact import Redactor
 
 from .drift import describe_drift
@@ -33,6 +33,7 @@ class RecordingHandler:
         self.recording = recording
         # Recorded requests are redacted and hashed so (records/requests.py): compare likewise.
         self.redactor = redactor if redactor is not None else Redactor()
+        self._requests = RequestLog(self.redactor.value)
         self.lenient = lenient
         self.served = 0
         self.drifts: list[str] = []
@@ -46,9 +47,8 @@ class RecordingHandler:
                 return Fault(400, "invalid_request_error",
                              f"looptrace replay: the recording has only {len(self.recording.calls)} model calls")
             recorded = self.recording.calls[k]
-            redacted = self.redactor.value(request)
-            if content_sha(redacted) != recorded.request_sha:
-                what = describe_drift(recorded.request, redacted, max_lines=20)
+            if self._requests.identity(request) != recorded.request_sha:
+                what = describe_drift(recorded.request, self.redactor.value(request), max_lines=20)
                 message = f"looptrace replay: request {k + 1} (step {recorded.step}) drifted from the recording: {what}"
                 if not self.lenient:
                     self.drifts.append(message)

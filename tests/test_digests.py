@@ -149,3 +149,22 @@ def test_redacted_identity_follows_changed_parameters() -> None:
         encoded = log.encode(request, f"c{i}")
         assert encoded.request_sha == content_sha(redactor.value(copy.deepcopy(request)))
     assert "sk-ant-abcdefghijklmnop" not in repr(redactor.value(_request([], system="sk-ant-abcdefghijklmnop")))
+
+
+def test_replay_identity_is_the_whole_redacted_request_and_sees_an_earlier_message_change() -> None:
+    """``identity`` (what replay compares, a message redacted once per run) must equal hashing the
+    whole request redacted, call after call, and must see a change to a message already seen: an
+    edited early tool result is drift, not a cache hit."""
+    from looptrace.tracer.sink import Redactor
+
+    redactor = Redactor(env={})
+    log = RequestLog(redact=redactor.value)
+    messages = _conversation(1) + [{"role": "user", "content": "token sk-ant-abcdefghijklmnop"}]
+    for turn in range(2, 6):
+        request = _request(messages)
+        assert log.identity(request) == content_sha(redactor.value(copy.deepcopy(request)))
+        messages = messages + _turn(turn)
+    edited = copy.deepcopy(messages)
+    _mutate_earlier(edited)
+    assert log.identity(_request(edited)) == content_sha(redactor.value(copy.deepcopy(_request(edited))))
+    assert log.identity(_request(edited)) != log.identity(_request(messages))

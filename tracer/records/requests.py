@@ -81,6 +81,17 @@ class RequestLog:
         with self._lock:
             return self._raw.message_shas(messages)
 
+    def identity(self, request: Mapping[str, Any]) -> str:
+        """The ``request_sha`` that ``encode`` gives ``request``, recording nothing: what a replay
+        compares with the recorded one, at the cost of what the request adds to the last one (each
+        message redacted and hashed once per run, not the whole history on every call)."""
+        messages = list(request.get("messages") or [])
+        with self._lock:
+            if self._redact is None:
+                return self._raw.digest(request).request_sha
+            hashes = self._raw.message_shas(messages)
+            return self._identity.digest(self._redacted_request(request, messages, hashes)).request_sha
+
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
         with self._lock:

@@ -82,8 +82,10 @@ class TraceBuffer:
     """Open traces and the memory of written ones; not thread-safe (the receiver locks around it)."""
 
     def __init__(self, *, source: str = "otlp", settle: float = 2.0, idle_timeout: float | None = 600.0,
-                 max_buffered_spans: int = 500_000, conversation_settle: float = 30.0) -> None:
+                 max_buffered_spans: int = 500_000, conversation_settle: float = 30.0,
+                 previews: bool = True) -> None:
         self.source, self.settle, self.idle_timeout = source, settle, idle_timeout
+        self.previewing = previews  # open traces are previewed (live.py): their final writes close them
         self.conversation_settle = conversation_settle
         self._loose: dict[str, _Open] = {}  # settled loose model calls, waiting for the rest of their loop
         self.max_buffered_spans = max_buffered_spans
@@ -148,7 +150,7 @@ class TraceBuffer:
             if t is not None:
                 t.last_seen = now - age
         for t in self._open.values():  # the receiver that died may have previewed them
-            t.previewed = True
+            t.previewed = self.previewing
 
     def previews(self) -> list[tuple[str, list[PlainSpan]]]:
         """The open traces to preview now (live.py): those without their root (a trace whose root has

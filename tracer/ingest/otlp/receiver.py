@@ -73,7 +73,8 @@ class OtlpReceiver:
     """An OTLP/HTTP trace receiver writing into the store at ``db``. ``start()`` / ``stop()``, or ``with``.
 
     ``stop()`` writes every trace still buffered (those without a root as ``incomplete``) and a
-    ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not.
+    ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not. ``preview_every``:
+    seconds between previews of open traces (``live.py``; None: none).
     """
 
     def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int | None = 4318,
@@ -94,14 +95,14 @@ class OtlpReceiver:
         self._sink = Sink(self.db, redactor=redactor, durable=durable, writer=writer)
         self._journal_sink = self._sink if self.journal_db == self.db else Sink(
             self.journal_db, redactor=self._sink.redactor, durable=durable)
-        self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
-                                   max_buffered_spans=max_buffered_spans)
         # Previews of open traces (live.py): into a DuckDB store only, and not fsynced (the journal is
         # what is durable; a lost preview is replaced by the next).
         previews = preview_every is not None and writer is None and catalog_name(self.db) is None
         self._previews = Sink(self.db, redactor=self._sink.redactor, durable=False) if previews else None
         self._preview_every = preview_every or 0.0
         self._preview_due = 0.0
+        self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
+                                   max_buffered_spans=max_buffered_spans, previews=previews)
         self.previews_written = 0  # trace previews written (one per open trace that changed, per round)
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
@@ -330,13 +331,15 @@ class OtlpReceiver:
     def _preview(self) -> None:
         """Write a preview of each open trace that received spans since its last one, as one segment.
         Mapped outside the lock (requests are not held up); the next round waits at least ten times
-        as long as this one's mapping took, so previews of huge traces take at most a tenth of a core."""
+        as long as this one's mapping took, so previews of huge traces take at most a tenth of a core.
+        Nothing here may stop the flusher, which writes the traces themselves."""
         assert self._previews is not None
-        with self._lock:
-            revision = time.time_ns()  # taken under the lock: a later final write outranks it (live.py)
-            traces = self._buffer.previews()
         started = mapped = time.monotonic()
+        traces: list[tuple[str, list[PlainSpan]]] = []
         try:
+            with self._lock:
+                revision = time.time_ns()  # taken under the lock: a later final write outranks it (live.py)
+                traces = self._buffer.previews()
             if traces:
                 rows = merge(preview_rows(tid, self._buffer.rows_of(spans), revision) for tid, spans in traces)
                 mapped = time.monotonic()

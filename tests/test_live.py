@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from looptrace.replay.analyzer import analyze_store
-from looptrace.tracer.ingest.otlp import OtlpReceiver
+from looptrace.tracer.ingest.otlp import OtlpReceiver, TraceBuffer
 from looptrace.tracer.ingest.otlp.journal import prune
 from looptrace.tracer.ingest.otlp.live import closing_rows, preview_rows
 from looptrace.tracer.ingest.otlp.protocol import spans_of
@@ -151,6 +151,38 @@ def test_a_run_still_going_is_shown_running_replaced_as_it_grows_and_once_when_i
     assert query(db, RUNS) == [("ok", 4, False)]
 
 
+def _spans(memory: InMemorySpanExporter) -> list[PlainSpan]:
+    spans = spans_of(encode_spans(memory.get_finished_spans()))
+    memory.clear()
+    return spans
+
+
+def test_the_buffer_previews_an_open_trace_once_per_change_and_its_write_closes_it() -> None:
+    memory = InMemorySpanExporter()
+    agent = Agent(memory)
+    agent.step()
+    first = _spans(memory)
+    buffer = TraceBuffer(settle=0.0, idle_timeout=None)
+    buffer.add(first, 0.0)
+    [(trace_id, spans)] = buffer.previews()
+    assert len(spans) == 2 and buffer.previews() == []  # nothing came since
+    buffer.add(first, 0.5)  # a client's retry: nothing new either
+    assert buffer.previews() == []
+    agent.step()
+    buffer.add(_spans(memory), 1.0)
+    assert [len(s) for _, s in buffer.previews()] == [4]
+    assert not buffer.take(1.0).parts  # no root yet: previewed, not written
+    agent.step(final=True)
+    agent.end()
+    buffer.add(_spans(memory), 2.0)
+    assert buffer.previews() == []  # the root is in: written within settle, not previewed
+    [part] = buffer.take(2.0).parts
+    assert [(r["trace_id"], r["open"]) for r in part.rows["live_traces"]] == [(trace_id, False)]
+    never = TraceBuffer(settle=0.0)  # a trace never previewed is written without a closing row
+    never.add(spans, 0.0)
+    assert "live_traces" not in never.take(0.0, everything=True).parts[0].rows
+
+
 def test_a_running_run_is_not_diagnosed_and_a_late_preview_never_shows_over_the_written_run(db: Path) -> None:
     trace_id = "ab" * 16
     run = {"run_id": "r1", "recorded_at": _ts(1), "status": None, "ended_at": None, "trace_id": trace_id}
@@ -179,13 +211,8 @@ def test_the_viewer_shows_a_running_run_and_its_live_refresh_picks_up_the_end(db
     agent.step()
     agent.step()
 
-    def take() -> list[PlainSpan]:
-        spans = spans_of(encode_spans(memory.get_finished_spans()))
-        memory.clear()
-        return spans
-
     with OtlpReceiver(db, port=None, settle=0.2) as receiver:
-        assert receiver.ingest(take())
+        assert receiver.ingest(_spans(memory))
         until(db, RUNS, [("running", 2, True)])
 
         def status(app: ViewerApp) -> str:
@@ -199,7 +226,7 @@ def test_the_viewer_shows_a_running_run_and_its_live_refresh_picks_up_the_end(db
                 await _wait(pilot, lambda: "running" in status(app), "the running run never showed")
                 agent.step(final=True)
                 agent.end()
-                assert receiver.ingest(take())
+                assert receiver.ingest(_spans(memory))
                 await _wait(pilot, lambda: " ok " in f" {status(app)} ", "the refresh never showed the end")
                 assert "running" not in status(app)
 

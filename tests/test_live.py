@@ -186,10 +186,13 @@ def test_the_buffer_previews_an_open_trace_once_per_change_and_its_write_closes_
 def test_a_running_run_is_not_diagnosed_and_a_late_preview_never_shows_over_the_written_run(db: Path) -> None:
     trace_id = "ab" * 16
     run = {"run_id": "r1", "recorded_at": _ts(1), "status": None, "ended_at": None, "trace_id": trace_id}
-    step = {"run_id": "r1", "step": 1}
+    step = {"run_id": "r1", "step": 1, "thought": "the key is sk-ant-api03-" + "x" * 90}
     sink = Sink(db)
     sink.write(preview_rows(trace_id, {"run_records": [run], "step_records": [step]}, 10))
     assert query(db, "SELECT run_id, status FROM runs") == [("r1", "running")]
+    # Redacted like every record; listed in the manifest once, with the records of the written trace.
+    assert query(db, "SELECT thought LIKE '%sk-ant%', count(*) OVER () FROM steps") == [(False, 1)]
+    assert query(db, "SELECT count(*) FROM redactions") == [(0,)]
     assert analyze_store(Store(db)) == []  # nothing to diagnose while it runs
     final = {"run_records": [{**run, "recorded_at": _ts(2), "status": "ok", "ended_at": _ts(2)}],
              "step_records": [step, {**step, "step": 2}]}
@@ -198,6 +201,7 @@ def test_a_running_run_is_not_diagnosed_and_a_late_preview_never_shows_over_the_
     sink.write(preview_rows(trace_id, {"run_records": [run], "step_records": [step]}, 15))
     assert query(db, "SELECT run_id, status FROM runs") == [("r1", "ok")]
     assert query(db, STEPS) == [(2, 2)]
+    assert query(db, "SELECT record, sum(n) FROM redactions GROUP BY ALL") == [("step_records", 2)]
     assert [r.status for r in analyze_store(Store(db))] == ["ok"]
 
 

@@ -33,7 +33,8 @@ from looptrace.tracer.records.spans import PlainSpan
 from looptrace.tracer.sink import Sink
 from looptrace.tracer.store import Store
 from looptrace.viewer.app import ViewerApp
-from looptrace.viewer.capture import SIZE
+from looptrace.viewer.capture import SIZE, screen_text
+from looptrace.viewer.screens import RunScreen
 from looptrace.viewer.widgets import RunsTable
 
 from .conftest import PYTHON, ROOT, python_env, query
@@ -228,10 +229,16 @@ def test_the_viewer_shows_a_running_run_and_its_live_refresh_picks_up_the_end(db
             app = ViewerApp(db, refresh_seconds=0.3)
             async with app.run_test(size=SIZE) as pilot:
                 await _wait(pilot, lambda: "running" in status(app), "the running run never showed")
+                await pilot.press("enter")  # the run screen: its steps so far, refreshed while it runs
+                await _wait(pilot, lambda: isinstance(app.screen, RunScreen) and "2 steps" in screen_text(app)
+                            and "running" in screen_text(app), "the running run's steps never showed")
                 agent.step(final=True)
                 agent.end()
                 assert receiver.ingest(_spans(memory))
-                await _wait(pilot, lambda: " ok " in f" {status(app)} ", "the refresh never showed the end")
+                await _wait(pilot, lambda: "3 steps" in screen_text(app) and "running" not in screen_text(app),
+                            "the run screen's refresh never showed the end")
+                await pilot.press("escape")
+                await _wait(pilot, lambda: " ok " in f" {status(app)} ", "the runs table never showed the end")
                 assert "running" not in status(app)
 
         asyncio.run(main())

@@ -18,8 +18,9 @@ from looptrace.tracer.store import Store
 
 __all__ = ["Analyser"]
 
-# Still being written: analysed once it has ended.
-_NOT_YET = ("incomplete", None)
+# Still being written (``running``: a preview of a trace `looptrace collect` holds open): analysed once
+# it has ended.
+_NOT_YET = ("incomplete", "running", None)
 
 
 class Analyser:

@@ -10,6 +10,7 @@ __all__ = ["status_badge", "label_badge", "STATUS_COLOURS", "LABEL_COLOURS"]
 
 STATUS_COLOURS = {
     "ok": "green",
+    "running": "bright_blue",
     "incomplete": "cyan",
     "stagnated": "yellow",
     "max_iters": "dark_orange",

@@ -30,6 +30,13 @@ KINDS: dict[str, str] = {
     "export_drop": "export_drops",
     "redaction": "redaction_records",  # written by the sink itself: the redaction manifest
     "received_span": "received_spans",  # the OTLP receiver's journal of spans as they arrived
+    # The OTLP receiver's previews of traces still open (ingest/otlp/live.py): which revision is current,
+    # and the records derived so far, each row tagged with its trace and revision.
+    "live_trace": "live_traces",
+    "live_run": "live_run_records",
+    "live_step": "live_step_records",
+    "live_tool_call": "live_tool_call_records",
+    "live_llm_call": "live_llm_call_records",
 }
 _TABLES = frozenset(KINDS.values())
 

@@ -23,6 +23,7 @@ from ..records.actions import call_key, near_observation_key, progress_key
 from ..records.batch import FORMAT_VERSION, Records, TableData
 from ..store.backend import RowWriter, catalog_name
 from ..store.segments import SegmentWriter
+from ..store.tables import LIVE_TABLES
 from .redact import Redactor
 from .rows import redact_tables
 
@@ -57,9 +58,10 @@ class Sink:
         return self._writer.write(_derive(_unlisted(redact_tables(batch.tables, self.redactor))))
 
 
-# The OTLP receiver's journal holds spans as they arrived, until their trace is mapped: they are
-# redacted like every record, but their redactions are listed once, with the records of the trace.
-_UNLISTED = frozenset({"received_spans"})
+# The OTLP receiver's journal holds spans as they arrived, until their trace is mapped, and its previews
+# hold what is derived of a trace still open: they are redacted like every record, but their redactions
+# are listed once, with the records of the trace.
+_UNLISTED = frozenset({"received_spans", *LIVE_TABLES.values()})
 
 
 def _unlisted(tables: dict[str, TableData]) -> dict[str, TableData]:
@@ -81,9 +83,15 @@ def _row_writer(target: str | os.PathLike[str], durable: bool) -> RowWriter:
 
 
 def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:
-    calls = tables.get("tool_call_records")
-    if calls is None:
-        return tables
+    for name in ("tool_call_records", LIVE_TABLES["tool_call_records"]):  # a preview's calls are calls too
+        calls = tables.get(name)
+        if calls is not None:
+            tables = {**tables, name: _keyed(calls)}
+    return tables
+
+
+def _keyed(calls: TableData) -> TableData:
+    """Tool call rows with their ``action_key``, ``progress_key`` and ``near_key``."""
     if isinstance(calls, Mapping):
         cols = dict(calls)
         n = len(next(iter(cols.values()), ()))
@@ -96,7 +104,7 @@ def _derive(tables: dict[str, TableData]) -> dict[str, TableData]:
         cols = [{**r, "action_key": r.get("action_key") or call_key(r.get("tool"), r.get("args")),
                  **{name: r.get(name) or _outcome_key(key, r.get("observation")) for name, key in _OUTCOME_KEYS}}
                 for r in calls]
-    return {**tables, "tool_call_records": cols}
+    return cols
 
 
 _OUTCOME_KEYS = (("progress_key", progress_key), ("near_key", near_observation_key))

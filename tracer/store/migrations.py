@@ -14,7 +14,10 @@ import duckdb
 
 from ..records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL, call_key
 from .errors import StoreError
-from .tables import EXPORT_DROPS, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES
+from .tables import (
+    EXPORT_DROPS, LIVE_TABLES, LIVE_TRACES, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES,
+    live_table_ddl,
+)
 from .views import VIEW_NAMES, VIEWS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "apply_views", "schema_version", "views_current"]
@@ -74,6 +77,14 @@ def _m007_outcome_keys(conn: duckdb.DuckDBPyConnection) -> None:
                  f"near_key = {NEAR_OBSERVATION_KEY_SQL} WHERE observation IS NOT NULL")
 
 
+def _m008_live_previews(conn: duckdb.DuckDBPyConnection) -> None:
+    # What ``looptrace collect`` has derived so far of traces still open (tables.py, LIVE_TABLES): the
+    # runs view shows such a run as ``running`` until its trace is written.
+    conn.execute(LIVE_TRACES)
+    for table in LIVE_TABLES:
+        conn.execute(live_table_ddl(table))
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
@@ -82,6 +93,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], 
     (5, "redaction_manifest", _m005_redaction_manifest),
     (6, "received_spans", _m006_received_spans),
     (7, "outcome_keys", _m007_outcome_keys),
+    (8, "live_previews", _m008_live_previews),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

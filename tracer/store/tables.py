@@ -7,7 +7,8 @@ its totals) are computed by the views in ``views.py``, never stored twice.
 
 from __future__ import annotations
 
-__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS", "REDACTION_RECORDS", "RECEIVED_SPANS"]
+__all__ = ["TABLES", "RECORD_TABLES", "EXPORT_DROPS", "REDACTION_RECORDS", "RECEIVED_SPANS", "LIVE_TABLES",
+           "LIVE_TRACES", "live_table_ddl"]
 
 SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -202,6 +203,34 @@ CREATE TABLE received_spans (
     received_at    TIMESTAMP NOT NULL
 )"""
 
+# Schema version 8: previews of traces still open. ``looptrace collect`` derives the runs, steps and
+# calls of an open trace so far, about once a second, and writes them as a *revision* of that trace:
+# each live table has its record table's columns plus ``live_trace_id`` and ``live_revision`` (the
+# wall clock in ns when the preview was derived). ``live_traces`` says which revision of a trace is
+# current (``open``), and the trace's final write adds a row with ``open`` false in the same segment as
+# its records, so the views show a preview only until the trace is written, and never twice. A
+# migration that adds a column to a record table adds it to its live table too.
+LIVE_TABLES: dict[str, str] = {
+    "run_records": "live_run_records",
+    "step_records": "live_step_records",
+    "tool_call_records": "live_tool_call_records",
+    "llm_call_records": "live_llm_call_records",
+}
+
+LIVE_TRACES = """
+CREATE TABLE live_traces (
+    trace_id VARCHAR NOT NULL,
+    revision BIGINT NOT NULL,
+    open     BOOLEAN NOT NULL
+)"""
+
+
+def live_table_ddl(table: str) -> str:
+    """The live table of record table ``table``: its columns as they are now, then the two tags."""
+    return (f"CREATE TABLE {LIVE_TABLES[table]} AS SELECT *, CAST(NULL AS VARCHAR) AS live_trace_id, "
+            f"CAST(NULL AS BIGINT) AS live_revision FROM {table} LIMIT 0")
+
+
 TABLES: dict[str, str] = {
     "spans": SPANS,
     "run_records": RUN_RECORDS,
@@ -225,4 +254,6 @@ RECORD_TABLES: tuple[str, ...] = (
     "export_drops",
     "redaction_records",
     "received_spans",
+    "live_traces",
+    *LIVE_TABLES.values(),
 )

@@ -7,34 +7,65 @@ the base tables also include rows from segments not yet absorbed. See docs/schem
 
 from __future__ import annotations
 
+from .tables import LIVE_TABLES
+
 __all__ = ["VIEWS", "VIEW_NAMES"]
 
+# The current preview of each trace still open: ``looptrace collect`` writes what it has derived so far
+# of an open trace as a revision of it, and the trace's final write closes it (``open`` false) in the
+# same segment as its records (tables.py, LIVE_TABLES). So a run is shown from its records or from its
+# latest preview, never both, and the final write replaces the preview.
+_CURRENT_PREVIEWS = """(
+    SELECT trace_id, revision FROM live_traces
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY revision DESC) = 1 AND open
+)"""
+
+
+def _preview(table: str) -> str:
+    """The rows of record table ``table`` in the current previews, as a subquery shaped like the table."""
+    return (f"(SELECT p.* EXCLUDE (live_trace_id, live_revision) FROM {LIVE_TABLES[table]} p "
+            f"SEMI JOIN {_CURRENT_PREVIEWS} c ON p.live_trace_id = c.trace_id AND p.live_revision = c.revision)")
+
+
+_RECORDS = {table: table for table in LIVE_TABLES}
+_PREVIEWS = {table: _preview(table) for table in LIVE_TABLES}
+
+
+def _with_previews(view: str, body: str) -> str:
+    """``view`` as ``body`` over the record tables, then the same over the current previews. Two whole
+    branches rather than each table unioned with its preview: the records' branch is planned exactly
+    as it was before previews existed (filters push down the same), and the previews' branch costs
+    nothing when no trace is open."""
+    return (f"CREATE OR REPLACE VIEW {view} AS\nSELECT * FROM ({body.format(**_RECORDS)})\n"
+            f"UNION ALL\nSELECT * FROM ({body.format(**_PREVIEWS)})\n")
+
+
 # A run writes one record when it starts and one when it ends; the latest complete record wins.
-# A run with no end record never finished (still running, or its process died): `incomplete`.
+# A run with no end record never finished (still running, or its process died): `incomplete`. A run of a
+# trace `looptrace collect` still holds open is shown from its latest preview: status `running`, no ended_at.
 # Tokens and cost nobody recorded stay NULL (unknown is not 0: an imported transcript without usage).
 # An imported run is one record with its status but, when the file kept no times, no ended_at:
 # its status stands (start records carry no status).
-RUNS = """
-CREATE OR REPLACE VIEW runs AS
+RUNS = _with_previews("runs", """
 WITH latest AS (
-    SELECT * FROM run_records
+    SELECT * FROM {run_records}
     QUALIFY row_number() OVER (
         PARTITION BY run_id ORDER BY (ended_at IS NOT NULL) DESC, recorded_at DESC) = 1
 ),
 first_seen AS (
-    SELECT run_id, min(started_at) AS started_at FROM run_records GROUP BY run_id
+    SELECT run_id, min(started_at) AS started_at FROM {run_records} GROUP BY run_id
 ),
 step_totals AS (
     SELECT run_id, count(DISTINCT step) AS n_steps,
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
            sum(cost_usd) AS cost_usd, max(ended_at) AS last_step_at
-    FROM step_records GROUP BY run_id
+    FROM {step_records} GROUP BY run_id
 ),
 llm_totals AS (
     SELECT run_id, count(*) AS n_llm_calls,
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
            sum(cost_usd) AS cost_usd
-    FROM llm_call_records WHERE run_id IS NOT NULL GROUP BY run_id
+    FROM {llm_call_records} WHERE run_id IS NOT NULL GROUP BY run_id
 )
 SELECT
     l.run_id,
@@ -64,14 +95,13 @@ FROM latest l
 LEFT JOIN first_seen f USING (run_id)
 LEFT JOIN step_totals s USING (run_id)
 LEFT JOIN llm_totals m USING (run_id)
-"""
+""")
 
 # One row per tool call. A step whose model call asked for no tool (a final answer) has one row
 # with tool NULL. Step-level tokens and cost sit on call_index 0 only, so SUM() over steps is right;
 # unknown ones (an importer whose file kept no usage) stay NULL on every row, so SUM() is NULL too.
 # The full outer join keeps tool calls whose step span was never exported (a killed process).
-STEPS = """
-CREATE OR REPLACE VIEW steps AS
+STEPS = _with_previews("steps", """
 SELECT
     coalesce(s.run_id, t.run_id) AS run_id,
     coalesce(s.step, t.step) AS step,
@@ -95,34 +125,39 @@ SELECT
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.context_tokens END AS context_tokens,
     CASE WHEN coalesce(t.call_index, 0) = 0 OR s.cost_usd IS NULL THEN s.cost_usd ELSE 0.0 END AS cost_usd,
     CASE WHEN coalesce(t.call_index, 0) = 0 THEN s.events END AS events
-FROM step_records s
-FULL OUTER JOIN tool_call_records t ON s.run_id = t.run_id AND s.step = t.step
-"""
+FROM {step_records} s
+FULL OUTER JOIN {tool_call_records} t ON s.run_id = t.run_id AND s.step = t.step
+""")
 
-TOOL_CALLS = """
-CREATE OR REPLACE VIEW tool_calls AS
+TOOL_CALLS = _with_previews("tool_calls", """
 SELECT run_id, step, call_index, tool_call_id, tool, args, action_key, progress_key, near_key, observation,
        observation_bytes, is_error, error_type, started_at, ended_at,
        date_diff('millisecond', started_at, ended_at) AS duration_ms
-FROM tool_call_records
-"""
+FROM {tool_call_records}
+""")
 
 # Retries are what the caller recorded, or the resend count of the anthropic SDK's own span for the
 # call (it nests under the chat span when the client traces into the same provider).
-LLM_CALLS = """
-CREATE OR REPLACE VIEW llm_calls AS
-WITH sdk AS (
-    SELECT parent_span_id,
-           max(TRY_CAST(attributes->>'$."http.request.resend_count"' AS INTEGER)) AS resends
-    FROM spans WHERE name LIKE 'anthropic.%' GROUP BY parent_span_id
-)
-SELECT l.run_id, l.step, l.call_id, l.base_call_id, l.provider, l.model, l.response_model,
+_LLM_CALL_COLUMNS = """l.run_id, l.step, l.call_id, l.base_call_id, l.provider, l.model, l.response_model,
        l.started_at, l.ended_at, date_diff('millisecond', l.started_at, l.ended_at) AS latency_ms,
        l.params, l.system_sha, l.tools_sha, l.messages_keep, l.request_sha, l.stop_reason,
-       l.input_tokens, l.output_tokens, l.cache_read_tokens, l.cache_creation_tokens,
-       l.cost_usd, greatest(coalesce(l.retries, 0), coalesce(sdk.resends, 0)) AS retries, l.error
-FROM llm_call_records l
-LEFT JOIN sdk ON sdk.parent_span_id = l.call_id
+       l.input_tokens, l.output_tokens, l.cache_read_tokens, l.cache_creation_tokens, l.cost_usd"""
+# A preview's calls have no SDK spans in `spans` yet (they are in the journal): their own retries only.
+LLM_CALLS = f"""
+CREATE OR REPLACE VIEW llm_calls AS
+SELECT * FROM (
+    WITH sdk AS (
+        SELECT parent_span_id,
+               max(TRY_CAST(attributes->>'$."http.request.resend_count"' AS INTEGER)) AS resends
+        FROM spans WHERE name LIKE 'anthropic.%' GROUP BY parent_span_id
+    )
+    SELECT {_LLM_CALL_COLUMNS}, greatest(coalesce(l.retries, 0), coalesce(sdk.resends, 0)) AS retries, l.error
+    FROM llm_call_records l
+    LEFT JOIN sdk ON sdk.parent_span_id = l.call_id
+)
+UNION ALL
+SELECT {_LLM_CALL_COLUMNS}, coalesce(l.retries, 0) AS retries, l.error
+FROM {_PREVIEWS["llm_call_records"]} l
 """
 
 # Roll-ups: where the tokens and the money went. `run_usage` is one row per run with its totals

@@ -19,13 +19,17 @@ from .base import ViewerScreen
 
 __all__ = ["RunScreen"]
 
+# A run that may still gain steps: ``running`` (a preview of a trace `looptrace collect` holds open) or
+# ``incomplete`` (no end recorded: still traced, or its process died).
+_STILL_GOING = ("running", "incomplete")
+
 
 class RunScreen(ViewerScreen):
     NAME = "run"
     HELP = (
         "One line per step: tool, arguments, observation size, tokens, context size, cost, errors.\n"
         "Steps named by the primary diagnosis are marked ◆ with a yellow step number.\n"
-        "The run refreshes on its own while it is still running (status incomplete)."
+        "The run refreshes on its own while it is still running (status running or incomplete)."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "evidence", "Evidence"),
@@ -56,7 +60,7 @@ class RunScreen(ViewerScreen):
 
     def _tick(self) -> None:
         # A finished run does not change (until it is analysed again); a running one gains steps.
-        if self.is_current and (self.detail is None or self.detail.run.status == "incomplete"):
+        if self.is_current and (self.detail is None or self.detail.run.status in _STILL_GOING):
             self.reload()
 
     def reload(self) -> None:

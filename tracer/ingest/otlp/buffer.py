@@ -10,6 +10,7 @@ spans are dropped and late ones are placed under their run. Pure bookkeeping: no
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 from ...records.spans import PlainSpan, rows_for_spans
 from .conventions import is_native, rows_for_trace
 from .conversations import group_conversations, is_loose_call
+from .live import closing_rows
 
 __all__ = ["ReceiverStats", "TraceBuffer", "Batch", "Part", "REMEMBERED_SPANS", "spans_only"]
 
@@ -49,6 +51,8 @@ class _Open:
     spans: dict[str, PlainSpan] = field(default_factory=dict)
     has_root: bool = False
     last_seen: float = 0.0
+    changed: bool = True  # spans came since its last preview (live.py)
+    previewed: bool = False  # a preview of it may be in the store: its final write closes it
 
 
 @dataclass
@@ -78,8 +82,10 @@ class TraceBuffer:
     """Open traces and the memory of written ones; not thread-safe (the receiver locks around it)."""
 
     def __init__(self, *, source: str = "otlp", settle: float = 2.0, idle_timeout: float | None = 600.0,
-                 max_buffered_spans: int = 500_000, conversation_settle: float = 30.0) -> None:
+                 max_buffered_spans: int = 500_000, conversation_settle: float = 30.0,
+                 previews: bool = True) -> None:
         self.source, self.settle, self.idle_timeout = source, settle, idle_timeout
+        self.previewing = previews  # open traces are previewed (live.py): their final writes close them
         self.conversation_settle = conversation_settle
         self._loose: dict[str, _Open] = {}  # settled loose model calls, waiting for the rest of their loop
         self.max_buffered_spans = max_buffered_spans
@@ -124,6 +130,7 @@ class TraceBuffer:
                 self._buffered += len(t.spans) - before
                 t.has_root = t.has_root or any(not s.parent_span_id for s in fresh)
                 t.last_seen = now
+                t.changed = t.changed or len(t.spans) > before
         return set(by_trace)
 
     def restore(self, spans: Sequence[PlainSpan], written: Sequence[tuple[str, str, str | None]],
@@ -142,6 +149,23 @@ class TraceBuffer:
             t = self._open.get(trace_id)
             if t is not None:
                 t.last_seen = now - age
+        for t in self._open.values():  # the receiver that died may have previewed them
+            t.previewed = self.previewing
+
+    def previews(self) -> list[tuple[str, list[PlainSpan]]]:
+        """The open traces to preview now (live.py): those without their root (a trace whose root has
+        arrived is written within ``settle``) that received spans since their last preview."""
+        out = []
+        for trace_id, t in self._open.items():
+            if t.changed and not t.has_root:
+                t.changed, t.previewed = False, True
+                out.append((trace_id, list(t.spans.values())))
+        return out
+
+    def rows_of(self, spans: list[PlainSpan]) -> dict[str, list[Any]]:
+        """The rows of one trace's ``spans``: the one mapping, for final writes and previews alike.
+        Pure: safe to call without the receiver's lock."""
+        return self._rows(spans, None)
 
     def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
         """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued
@@ -175,6 +199,7 @@ class TraceBuffer:
             direct.setdefault(tid, {}).update((s.span_id, s) for s in spans)
         self._direct = []
         batch = Batch()
+        revision = time.time_ns()  # after every preview taken so far (live.py)
         for tid in due:
             t = self._open.pop(tid)
             spans = list(t.spans.values())
@@ -182,7 +207,10 @@ class TraceBuffer:
                 self._loose[tid] = t  # still counted in _buffered
                 continue
             self._buffered -= len(t.spans)
-            batch.parts.append(Part(tid, spans, self._rows(spans, None), t))
+            rows = self._rows(spans, None)
+            if t.previewed:
+                rows = {**rows, **closing_rows([tid], revision)}
+            batch.parts.append(Part(tid, spans, rows, t))
         batch.parts.extend(self._conversations(now, everything))
         for tid, by_id in direct.items():
             spans = list(by_id.values())
@@ -202,11 +230,17 @@ class TraceBuffer:
         except Exception:  # noqa: BLE001 - a grouping bug costs the grouping: each call is then a run
             log.warning("looptrace collect: could not group %d model calls into runs", len(traces), exc_info=True)
             groups = list(traces.values())
+        revision = time.time_ns()
         for spans in groups:
             merged = _Open(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
             merged.spans = {s.span_id: s for s in spans}
+            merged.previewed = any(held[s.trace_id].previewed for s in spans)
             self._buffered -= len(spans)
-            parts.append(Part(spans[0].trace_id, spans, self._rows(spans, None), merged))
+            rows = self._rows(spans, None)
+            if merged.previewed:
+                rows = {**rows, **closing_rows([s.trace_id for s in spans if held[s.trace_id].previewed],
+                                               revision)}
+            parts.append(Part(spans[0].trace_id, spans, rows, merged))
         return parts
 
     def _rows(self, spans: list[PlainSpan], stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
@@ -242,6 +276,7 @@ class TraceBuffer:
                 self._direct.insert(0, (part.trace_id, part.spans))
                 continue
             held = self._open.setdefault(part.trace_id, _Open(last_seen=part.held.last_seen))
+            held.previewed = held.previewed or part.held.previewed
             before = len(held.spans)
             held.spans = {**part.held.spans, **held.spans}
             held.has_root = held.has_root or part.held.has_root

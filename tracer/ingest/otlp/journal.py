@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -32,6 +33,7 @@ from ...records.spans import PlainSpan
 from ...records.text import to_json
 from ...store import Store, StoreError
 from ...store.store import is_lock_error
+from ...store.tables import LIVE_TABLES
 
 __all__ = ["JOURNAL", "REMEMBER", "GroupCommit", "Overloaded", "Recovered", "journal_rows", "spans_of_rows", "recover",
            "open_traces", "prune"]
@@ -71,6 +73,21 @@ DELETE FROM received_spans r
 WHERE r.received_at < ?
   AND EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = r.trace_id AND s.span_id = r.span_id)
 """
+
+# Previews (live.py) no view shows any more: every revision of a trace but its latest, and all of a
+# written trace's. The row closing a written trace stays for ``REMEMBER`` (revisions are ns of wall
+# clock; ? is the cutoff), so a preview segment that lands late is still hidden; then it goes too.
+PRUNE_PREVIEWS_SQL = tuple(f"""
+DELETE FROM {live} p
+WHERE NOT EXISTS (SELECT 1 FROM (
+    SELECT trace_id, revision FROM live_traces
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY revision DESC) = 1 AND open
+) c WHERE c.trace_id = p.live_trace_id AND c.revision = p.live_revision)
+""" for live in LIVE_TABLES.values()) + ("""
+DELETE FROM live_traces t
+WHERE t.revision < (SELECT max(revision) FROM live_traces u WHERE u.trace_id = t.trace_id)
+   OR (NOT t.open AND t.revision < ?)
+""",)
 
 # How long the spans of a written trace stay in the journal: a restarted receiver reads back the ids of
 # traces journaled this recently, so a client retrying a request whose answer a crash swallowed (or
@@ -157,7 +174,8 @@ def open_traces(db: str) -> set[str]:
 
 def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int | None:
     """Delete the journal rows of spans already written to ``spans`` and received over ``remember``
-    ago; how many, or None when the store file is busy (another process holds it: try again later).
+    ago, and the previews no view shows (``PRUNE_PREVIEWS_SQL``); how many journal rows, or None when
+    the store file is busy (another process holds it: try again later).
 
     Segments are append-only, so rows leave the journal only from the DuckDB file: this opens it for
     writing (absorbing pending segments first, so every written trace is seen) for one DELETE. What a
@@ -170,6 +188,9 @@ def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int 
     try:
         with store.writer(wait=wait) as conn:
             row = conn.execute(PRUNE_SQL, [before]).fetchone()
+            cutoff = time.time_ns() - int(remember.total_seconds() * 1e9)
+            for sql in PRUNE_PREVIEWS_SQL:
+                conn.execute(sql, [cutoff] if "?" in sql else [])
     except StoreError as exc:
         if isinstance(exc.__cause__, Exception) and is_lock_error(exc.__cause__):
             return None

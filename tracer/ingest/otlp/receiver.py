@@ -18,8 +18,13 @@ Spans of written traces leave the journal after ``journal.REMEMBER`` (``prune``:
 write (a full disk), the request is answered 503 with ``Retry-After``, which OTLP clients retry; so is
 one that would hold more than ``max_buffered_spans`` in memory while the store refuses writes.
 
-The trade-offs: a run appears when its trace ends (its spans are in ``received_spans`` meanwhile);
-memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace idle longest is
+**Runs while they run.** About once a second (``preview_every``) the flusher maps each open trace
+that received spans since, by the same mapping, and writes the result as a preview (``live.py``): the
+views show its runs (``running``) and steps until the trace's final write replaces them. Previews are
+derived from the journal, so their segments are not fsynced; a catalog store gets none.
+
+The trade-offs: a run's records are written when its trace ends (meanwhile its spans are in
+``received_spans`` and its preview in the live tables); memory holds every open trace (bounded by ``max_buffered_spans``: past it, the trace idle longest is
 written early); and a span that arrives after its trace was written is kept in ``spans`` only (counted
 in ``late_spans``: raise ``settle`` when several processes share traces). A trace whose root never
 arrives is written at shutdown, or after ``idle_timeout``, as ``incomplete``. Spans that looptrace
@@ -50,11 +55,12 @@ from ...loopback import LoopbackServer
 from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
 from ...store import StoreError
-from ...store.backend import RowWriter
+from ...store.backend import RowWriter, catalog_name
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
 from .grpc_service import GrpcEndpoint
 from .http_handler import TRACES_PATH, OtlpHttpHandler
 from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, prune, recover
+from .live import LIVE_TRACES, merge, preview_rows
 
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
@@ -67,7 +73,8 @@ class OtlpReceiver:
     """An OTLP/HTTP trace receiver writing into the store at ``db``. ``start()`` / ``stop()``, or ``with``.
 
     ``stop()`` writes every trace still buffered (those without a root as ``incomplete``) and a
-    ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not.
+    ``writer_stats`` row. ``flush()`` writes what is buffered now, complete or not. ``preview_every``:
+    seconds between previews of open traces (``live.py``; None: none).
     """
 
     def __init__(self, db: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int | None = 4318,
@@ -76,7 +83,7 @@ class OtlpReceiver:
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
                  redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000,
                  prune_every: float | None = 300.0, journal_db: str | os.PathLike[str] | None = None,
-                 writer: RowWriter | None = None) -> None:
+                 writer: RowWriter | None = None, preview_every: float | None = 1.0) -> None:
         self.db = os.fspath(db)
         # Where the journal lives: the store itself, or a local DuckDB file when ``db`` cannot hold it
         # (an Iceberg catalog: ``writer`` then writes traces there and closes them in that file).
@@ -88,8 +95,15 @@ class OtlpReceiver:
         self._sink = Sink(self.db, redactor=redactor, durable=durable, writer=writer)
         self._journal_sink = self._sink if self.journal_db == self.db else Sink(
             self.journal_db, redactor=self._sink.redactor, durable=durable)
+        # Previews of open traces (live.py): into a DuckDB store only, and not fsynced (the journal is
+        # what is durable; a lost preview is replaced by the next).
+        previews = preview_every is not None and writer is None and catalog_name(self.db) is None
+        self._previews = Sink(self.db, redactor=self._sink.redactor, durable=False) if previews else None
+        self._preview_every = preview_every or 0.0
+        self._preview_due = 0.0
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
-                                   max_buffered_spans=max_buffered_spans)
+                                   max_buffered_spans=max_buffered_spans, previews=previews)
+        self.previews_written = 0  # trace previews written (one per open trace that changed, per round)
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
         self._max_buffered = max_buffered_spans
@@ -220,7 +234,9 @@ class OtlpReceiver:
 
     def _write_apart(self, parts: Sequence[Part]) -> bool:
         for i, part in enumerate(parts):
-            for rows in (part.rows, spans_only(part.spans)):
+            # Bare, a trace is still written: its previews are closed with it.
+            bare = {**spans_only(part.spans), **{t: r for t, r in part.rows.items() if t == LIVE_TRACES}}
+            for rows in (part.rows, bare):
                 try:
                     self._sink.write(rows)
                 except OSError as exc:
@@ -307,8 +323,31 @@ class OtlpReceiver:
         while not self._stopped.wait(interval):
             with self._lock:
                 self._write(self._buffer.take(time.monotonic()))
+            if self._previews is not None and time.monotonic() >= self._preview_due:
+                self._preview()
             if self._prune_every is not None and time.monotonic() - self._pruned_at >= self._prune_every:
                 self._prune()
+
+    def _preview(self) -> None:
+        """Write a preview of each open trace that received spans since its last one, as one segment.
+        Mapped outside the lock (requests are not held up); the next round waits at least ten times
+        as long as this one's mapping took, so previews of huge traces take at most a tenth of a core.
+        Nothing here may stop the flusher, which writes the traces themselves."""
+        assert self._previews is not None
+        started = mapped = time.monotonic()
+        traces: list[tuple[str, list[PlainSpan]]] = []
+        try:
+            with self._lock:
+                revision = time.time_ns()  # taken under the lock: a later final write outranks it (live.py)
+                traces = self._buffer.previews()
+            if traces:
+                rows = merge(preview_rows(tid, self._buffer.rows_of(spans), revision) for tid, spans in traces)
+                mapped = time.monotonic()
+                self._previews.write(rows)
+                self.previews_written += len(traces)
+        except Exception as exc:  # noqa: BLE001 - a preview is a convenience: the trace is journaled
+            log.warning("looptrace collect: could not write previews of %d open traces: %s", len(traces), exc)
+        self._preview_due = time.monotonic() + max(self._preview_every, 10 * (mapped - started))
 
     def _prune(self) -> None:
         """Drop the journal rows of traces written long enough ago (``journal.prune``); a busy or

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..tables import RECORD_TABLES
+from ..tables import LIVE_TABLES, RECORD_TABLES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,9 +30,11 @@ NAMESPACE = "looptrace"
 # runs. Fixed per table at creation (Iceberg can evolve a spec, but old files keep theirs).
 PARTITION_BUCKETS = 16
 PARTITION_FIELD = "run_bucket"
-# The store's record tables. writer_stats is a DuckDB-store process counter and received_spans the
-# receiver's journal of open traces (keyed by trace, no run to partition by): a catalog has neither.
-CATALOG_TABLES: tuple[str, ...] = tuple(t for t in RECORD_TABLES if t not in ("writer_stats", "received_spans"))
+# The store's record tables. writer_stats is a DuckDB-store process counter, received_spans the
+# receiver's journal of open traces (keyed by trace, no run to partition by) and the live tables its
+# previews of them (rewritten every second: not what an Iceberg table is for): a catalog has none.
+_NOT_IN_A_CATALOG = frozenset({"writer_stats", "received_spans", "live_traces", *LIVE_TABLES.values()})
+CATALOG_TABLES: tuple[str, ...] = tuple(t for t in RECORD_TABLES if t not in _NOT_IN_A_CATALOG)
 
 
 def identifier(table: str) -> tuple[str, str]:

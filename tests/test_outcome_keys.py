@@ -11,7 +11,9 @@ import duckdb
 from looptrace.replay.analyzer import analyze_store
 from looptrace.tracer.ingest.files.importing import write_trajectories
 from looptrace.tracer.records.actions import near_observation_key, progress_key
-from looptrace.tracer.store import Store
+from looptrace.tracer.store import SCHEMA_VERSION, Store
+from looptrace.tracer.store.tables import LIVE_TABLES
+from looptrace.tracer.store.views import VIEW_NAMES
 
 from .test_progress import CASES, run
 
@@ -45,18 +47,20 @@ def test_the_migration_keys_rows_stored_before_it(tmp_path: Path) -> None:
     store = _store(tmp_path)
     with store.reader(locked_down=False) as conn:
         written = conn.execute(_KEYS).fetchall()
-    # Make the file what version 6 left: no key columns, no record of migration 7.
+    # Make the file what version 6 left: no key columns, no later migration (8 made the live tables).
     conn = duckdb.connect(str(store.path))
-    conn.execute("DROP VIEW steps")
-    conn.execute("DROP VIEW tool_calls")
+    for view in VIEW_NAMES:
+        conn.execute(f"DROP VIEW IF EXISTS {view}")
+    for table in ("live_traces", *LIVE_TABLES.values()):
+        conn.execute(f"DROP TABLE {table}")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN progress_key")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN near_key")
-    conn.execute("DELETE FROM schema_migrations WHERE version = 7")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     conn.close()
     store.compact()  # opening for writing migrates
     with store.reader(locked_down=False) as conn:
         assert conn.execute(_KEYS).fetchall() == written
-        assert conn.execute("SELECT max(version) FROM store.schema_migrations").fetchone() == (7,)
+        assert conn.execute("SELECT max(version) FROM store.schema_migrations").fetchone() == (SCHEMA_VERSION,)
 
 
 def test_the_analyzer_computes_missing_keys_itself(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ every key hint of a screen still fits on its one line.
 from __future__ import annotations
 
 from textual import events
+from textual.dom import NoScreen
 from textual.widgets import Footer
 
 __all__ = ["KeysFooter", "COMPACT_BELOW"]
@@ -31,7 +32,10 @@ class KeysFooter(Footer):
                      for _, binding, enabled, tooltip in self.screen.active_bindings.values() if binding.show)
 
     async def recompose(self) -> None:
-        keys = self._keys()
+        try:
+            keys = self._keys()
+        except NoScreen:  # a rebuild scheduled before its screen was popped: nothing left to show
+            return
         if keys != self._shown:
             self._shown = keys
             await super().recompose()

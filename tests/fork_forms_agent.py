@@ -101,7 +101,8 @@ def reader_held(db: str) -> None:
             held.set()
             release.wait()
 
-    threading.Thread(target=reader, daemon=True).start()
+    held_by = threading.Thread(target=reader)
+    held_by.start()
     held.wait()
     pid = os.fork()
     if pid == 0:
@@ -113,6 +114,10 @@ def reader_held(db: str) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     release.set()
+    # Joined, not left as a daemon: a daemon thread still closing its DuckDB connection when the
+    # interpreter finalizes is ended inside DuckDB's C++ and aborts the process (134, "FATAL: exception
+    # not rethrown") after "done" was printed.
+    held_by.join()
 
 
 def main() -> None:

@@ -91,6 +91,7 @@ class Tracing:
             trace.set_tracer_provider(self.provider)
         self.tracer = self.provider.get_tracer("looptrace")
         self._closed = False
+        self._pid = os.getpid()
         if handle_sigterm:
             exit_on_sigterm()  # not in multiprocessing children: see sigterm.py
         # A forked child that leaves by os._exit skips every exit hook: the processor exports each of
@@ -135,8 +136,11 @@ class Tracing:
             return
         self._closed = True
         self.provider.shutdown()
-        if compact and self.db is not None and not (self.exporter and self.exporter.write_errors):
-            # After write errors the disk is likely still failing: leave the segments to a later reader.
+        # After write errors the disk is likely still failing; and DuckDB is not fork-safe: a forked
+        # child's copy holds the parent's open databases and their locks (a compaction there was refused,
+        # or aborted the child in DuckDB's C++). Either way the segments are left to a later reader.
+        forked = os.getpid() != self._pid
+        if compact and self.db is not None and not forked and not (self.exporter and self.exporter.write_errors):
             try:
                 Store(self.db).try_compact()
             except Exception as exc:  # noqa: BLE001 - the segments stay; a later reader absorbs them

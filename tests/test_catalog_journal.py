@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,7 +29,7 @@ from looptrace.tracer.store.iceberg.journaled import JournaledCatalogWriter
 from .conftest import PYTHON, ROOT, python_env
 from .test_catalog import catalog_env
 from .test_ingest import genai_agent, post, request_of
-from .test_journal import _open_trace
+from .test_journal import _open_trace, spans_of
 
 pytest.importorskip("pyiceberg")
 
@@ -113,4 +116,58 @@ def test_a_trace_in_the_catalog_but_open_in_the_journal_is_written_again_once(
         assert again.stats.recovered_spans == 3
     assert writer.rewritten == 1
     assert _counts() == (1, 1, 2, 0)  # replaced, not added
+    assert recover(str(journal)).spans == []
+
+
+class _HeldWriter:
+    """The real catalog writer, whose first write waits until ``release`` is set: a slow commit."""
+
+    def __init__(self, inner: JournaledCatalogWriter) -> None:
+        self.inner, self.entered, self.release = inner, threading.Event(), threading.Event()
+
+    def write(self, rows: Mapping[str, Any]) -> str | None:
+        self.entered.set()
+        self.release.wait(120)
+        return self.inner.write(rows)
+
+
+def test_a_catalog_receiver_answers_while_its_catalog_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request waits for its journal write, never for a catalog commit (which took every request's
+    turn under the lock, so that under load clients timed out and runs went missing). Spans that come
+    for a trace while it is being written are placed under it once it is: a resend is dropped, a late
+    span is added, nothing is written twice."""
+    for k, v in catalog_env(tmp_path / "catalog", NAME).items():
+        monkeypatch.setenv(k, v)
+    journal = tmp_path / "journal.duckdb"
+    writer = _HeldWriter(JournaledCatalogWriter(CatalogStore(NAME), journal))
+    first = spans_of(request_of(lambda t: genai_agent(t, repeats=2)))
+    late = next(s for s in first if s.name.startswith("execute_tool"))
+    first_but_late = [s for s in first if s is not late]
+    second = spans_of(request_of(lambda t: genai_agent(t, repeats=1)))
+    with OtlpReceiver(f"iceberg:{NAME}", port=None, settle=0, journal_db=journal, writer=writer) as receiver:
+        try:
+            answers: list[bool] = []
+
+            def send() -> None:
+                answers.append(receiver.ingest(first_but_late))  # complete (its root is in): due at once
+                if writer.entered.wait(60):  # the flusher is committing it now, and stays held there
+                    answers.extend(receiver.ingest(spans) for spans in (second, first_but_late, [late]))
+
+            during = threading.Thread(target=send)
+            during.start()
+            during.join(60)
+            # Every request answered while the commit is held (before: the first waited for it).
+            assert not during.is_alive() and answers == [True, True, True, True] and writer.entered.is_set()
+        finally:
+            writer.release.set()
+    assert receiver.stats.duplicate_spans == len(first_but_late) and receiver.stats.late_spans == 1
+    with open_source(f"iceberg:{NAME}").reader() as conn:
+        spans = conn.execute("SELECT count(*), count(DISTINCT (trace_id, span_id)) FROM spans").fetchone()
+        records = conn.execute("SELECT count(*), count(DISTINCT run_id) FROM run_records").fetchone()
+        late_run = conn.execute("SELECT count(*) FROM spans WHERE span_id = ? AND run_id = ("
+                                "SELECT run_id FROM spans WHERE span_id = ?)", [late.span_id,
+                                                                               first[0].span_id]).fetchone()
+    assert spans == (len(first) + len(second),) * 2
+    assert records == (2, 2)
+    assert late_run == (1,)  # the late span is under its trace's run
     assert recover(str(journal)).spans == []

@@ -264,6 +264,22 @@ class TraceBuffer:
             if part.held is not None:
                 self.stats.traces_written += len({s.trace_id for s in part.spans})
                 self.stats.incomplete_traces += not part.held.has_root
+                self._late_while_written({s.trace_id for s in part.spans})
+
+    def _late_while_written(self, traces: set[str]) -> None:
+        """Spans that arrived for these traces while they were being written (a receiver that writes
+        outside its lock) were held as a new open trace: they are late spans of the written one."""
+        for trace_id in traces:
+            t = self._open.pop(trace_id, None)
+            if t is None:
+                continue
+            self._buffered -= len(t.spans)
+            known = self._written.get(trace_id, {})
+            fresh = [s for span_id, s in t.spans.items() if span_id not in known]  # a resend: dropped
+            self.stats.duplicate_spans += len(t.spans) - len(fresh)
+            self.stats.late_spans += len(fresh)
+            if fresh:
+                self._direct.append((trace_id, fresh))
 
     def put_back(self, parts: Sequence[Part], error: str) -> bool:
         """Writing ``parts`` failed: hold them again, to be retried with the next write.

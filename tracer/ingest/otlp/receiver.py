@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from ...loopback import LoopbackServer
 from ...records.spans import PlainSpan
@@ -111,6 +111,12 @@ class OtlpReceiver:
         self._prune_every = prune_every if journal else None
         self._pruned_at = 0.0
         self.pruned_spans = 0
+        # A catalog commit takes from a few hundred ms to seconds and races other receivers' commits:
+        # in the request path, under the lock, every request waited for every other's commits and
+        # clients timed out. A journaled catalog receiver answers once a request is journaled, and
+        # its flusher writes what is due in batches, outside the lock (one commit for many traces).
+        self._batched = journal and (writer is not None or catalog_name(self.db) is not None)
+        self._writing = threading.Lock()  # one batch write at a time (the flusher's, flush())
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._closed = False  # the final flush is done: later requests are refused with 503
@@ -188,8 +194,18 @@ class OtlpReceiver:
 
     def flush(self, *, everything: bool = True) -> bool:
         """Write what is due (with ``everything``, all buffered traces); False if the write failed."""
+        if self._batched:
+            return self._write_batch(everything=everything)
         with self._lock:
             return self._write(self._buffer.take(time.monotonic(), everything=everything))
+
+    def _write_batch(self, *, everything: bool = False) -> bool:
+        """Take what is due under the lock and write it outside it: requests keep being journaled and
+        answered meanwhile (spans of a trace in flight are placed under it once written, buffer.done)."""
+        with self._writing:
+            with self._lock:
+                batch = self._buffer.take(time.monotonic(), everything=everything)
+            return self._write(batch, guard=self._lock) if batch.parts else True
 
     def stop(self) -> None:
         if self._stopped.is_set():
@@ -218,21 +234,24 @@ class OtlpReceiver:
 
     # -- called with the lock held, or from request threads -------------------------------------------
 
-    def _write(self, batch: Batch) -> bool:
+    def _write(self, batch: Batch, guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()) -> bool:
         """Write ``batch`` as one segment. An I/O error holds it all again (False: the client retries);
         a value the store refuses is found by writing trace by trace, so it costs only its own trace's
-        runs and steps (written as bare spans) and never blocks the others."""
+        runs and steps (written as bare spans) and never blocks the others. ``guard``: what to hold
+        while the buffer is updated, when the caller does not hold the lock (``_write_batch``)."""
         try:
             self._sink.write(batch.rows)
         except OSError as exc:
-            self._held_again(batch.parts, exc)
+            with guard:
+                self._held_again(batch.parts, exc)
             return False
         except Exception:  # noqa: BLE001 - bad data: isolated below
-            return self._write_apart(batch.parts)
-        self._buffer.done(batch.parts)
+            return self._write_apart(batch.parts, guard)
+        with guard:
+            self._buffer.done(batch.parts)
         return True
 
-    def _write_apart(self, parts: Sequence[Part]) -> bool:
+    def _write_apart(self, parts: Sequence[Part], guard: contextlib.AbstractContextManager[Any]) -> bool:
         for i, part in enumerate(parts):
             # Bare, a trace is still written: its previews are closed with it.
             bare = {**spans_only(part.spans), **{t: r for t, r in part.rows.items() if t == LIVE_TRACES}}
@@ -240,19 +259,22 @@ class OtlpReceiver:
                 try:
                     self._sink.write(rows)
                 except OSError as exc:
-                    self._held_again(parts[i:], exc)
+                    with guard:
+                        self._held_again(parts[i:], exc)
                     return False
                 except Exception as exc:  # noqa: BLE001 - try the bare spans, then give up on this trace
                     error = f"{type(exc).__name__}: {exc}"
                     log.warning("looptrace collect: the store refused rows of trace %s: %s",
                                 part.trace_id, error)
                     continue
-                if rows is not part.rows:
-                    self._buffer.refused(error)
-                self._buffer.done([replace(part, rows=rows)])
+                with guard:
+                    if rows is not part.rows:
+                        self._buffer.refused(error)
+                    self._buffer.done([replace(part, rows=rows)])
                 break
             else:
-                self._buffer.lost(part, error)
+                with guard:
+                    self._buffer.lost(part, error)
         return True
 
     def _held_again(self, parts: Sequence[Part], exc: OSError) -> None:
@@ -293,7 +315,7 @@ class OtlpReceiver:
                 return False
             now = time.monotonic()
             traces = self._buffer.add(spans, now)
-            written = self._write(self._buffer.take(now, only=traces))
+            written = True if self._batched else self._write(self._buffer.take(now, only=traces))
             # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
             # durable by the trace write itself: only what is still held needs the journal.
             held = self._buffer.held(spans) if self._journal is not None else []
@@ -321,8 +343,11 @@ class OtlpReceiver:
     def _flush_loop(self) -> None:
         interval = min(0.25, max(0.05, self._buffer.settle / 4))
         while not self._stopped.wait(interval):
-            with self._lock:
-                self._write(self._buffer.take(time.monotonic()))
+            if self._batched:
+                self._write_batch()
+            else:
+                with self._lock:
+                    self._write(self._buffer.take(time.monotonic()))
             if self._previews is not None and time.monotonic() >= self._preview_due:
                 self._preview()
             if self._prune_every is not None and time.monotonic() - self._pruned_at >= self._prune_every:

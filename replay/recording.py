@@ -84,7 +84,7 @@ FROM runs r WHERE r.run_id = ?
 """
 _CALLS_SQL = """
 SELECT call_id, base_call_id, params, system_sha, system, tools_sha, tools, messages_keep, messages_append,
-       request_sha, response, error, step, input_tokens, output_tokens, cost_usd
+       request_sha, response, error, step, input_tokens, output_tokens, cost_usd, messages_drop
 FROM llm_call_records WHERE run_id = ? ORDER BY started_at, call_id
 """
 _TOOLS_SQL = """
@@ -130,7 +130,7 @@ def load_recording(store: Store, run_id: str, *, need_config: bool = True) -> Re
     rows = [
         {"call_id": c[0], "base_call_id": c[1], "params": json.loads(c[2] or "{}"), "system_sha": c[3],
          "system": json.loads(c[4]) if c[4] else None, "tools_sha": c[5], "tools": json.loads(c[6]) if c[6] else None,
-         "keep": c[7], "append": json.loads(c[8] or "[]")}
+         "keep": c[7], "append": json.loads(c[8] or "[]"), "drop": c[16]}
         for c in calls
     ]
     try:

@@ -140,6 +140,27 @@ def test_the_sink_appends_to_a_catalog(catalog: dict[str, str]) -> None:
         assert conn.execute("SELECT count(*) FROM redactions").fetchone()[0] >= 1
 
 
+def test_a_catalog_made_before_a_migration_gets_its_new_column(catalog: dict[str, str]) -> None:
+    """A catalog whose tables an older looptrace made (here: no ``messages_drop``, schema 9) is given
+    the column by the next writer; older rows read it as NULL, new rows keep their value."""
+    from looptrace.tracer.sink import Sink
+
+    store = CatalogStore(NAME)
+    old = store.create_tables()["llm_call_records"]
+    with old.update_schema() as update:
+        update.delete_column("messages_drop")
+    assert "messages_drop" not in {f.name for f in store.table("llm_call_records").schema().fields}
+    sink = Sink(f"iceberg:{NAME}")
+    call = {"run_id": "r1", "step": 1, "call_id": "c1", "messages_keep": 0, "messages_append": "[]"}
+    run = {"run_id": "r1", "recorded_at": _ts(), "agent": "a", "status": "ok", "ended_at": _ts()}
+    assert sink.write({"run_records": [run], "llm_call_records": [{**call, "call_id": "c1"}]}) is not None
+    assert sink.write({"run_records": [{**run, "run_id": "r2"}],
+                       "llm_call_records": [{**call, "run_id": "r2", "call_id": "c2", "messages_drop": 2}]}) is not None
+    with open_source(f"iceberg:{NAME}").reader() as conn:
+        assert conn.execute("SELECT call_id, messages_drop FROM llm_call_records ORDER BY 1").fetchall() == [
+            ("c1", None), ("c2", 2)]
+
+
 def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:
     # A pyiceberg that cannot be imported, first on the path of this process and its query child.
     (tmp_path / "pyiceberg").mkdir()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from looptrace.tracer.records.digests import ConversationDigest, content_sha
-from looptrace.tracer.records.requests import RequestLog
+from looptrace.tracer.records.requests import RequestLog, overlap
 
 SYSTEM = "You are a careful agent. ünïcode"
 TOOLS = [{"name": "read_file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
@@ -168,3 +168,28 @@ def test_replay_identity_is_the_whole_redacted_request_and_sees_an_earlier_messa
     _mutate_earlier(edited)
     assert log.identity(_request(edited)) == content_sha(redactor.value(copy.deepcopy(_request(edited))))
     assert log.identity(_request(edited)) != log.identity(_request(messages))
+
+
+@pytest.mark.parametrize(("last", "new", "expected"), [
+    ([], list("ab"), (0, 0)),
+    (list("abc"), list("abcde"), (0, 3)),  # the whole history resent and extended
+    (list("abcdef"), list("cdefgh"), (2, 4)),  # a window: the two oldest fell out
+    (list("abcdef"), list("xcdef"), (0, 0)),  # a summary replaced the front: the rest is not after it
+    (list("abab"), list("abx"), (0, 2)),  # equal keeps: the smallest drop
+    (list("aab"), list("abz"), (1, 2)),  # a repeated message: the drop that keeps the most
+    (list("abcd"), list("bxcd"), (1, 1)),
+    (list("abc"), [], (0, 0)),
+])
+def test_overlap_keeps_the_most_of_the_last_request(last: list[str], new: list[str], expected: tuple[int, int]) -> None:
+    assert overlap(last, new) == expected
+
+
+def test_a_window_of_the_history_stores_only_what_each_call_adds() -> None:
+    log = RequestLog()
+    history = _conversation(3)
+    encoded = [log.encode(_request(history[-4:]), "c0")]
+    for turn in range(3, 6):
+        history = history + _turn(turn)
+        encoded.append(log.encode(_request(history[-4:]), f"c{turn}"))
+    assert [(e.drop, e.keep, len(e.append), e.base_call_id) for e in encoded] == [
+        (0, 0, 4, None), (2, 2, 2, "c0"), (2, 2, 2, "c3"), (2, 2, 2, "c4")]

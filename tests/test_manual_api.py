@@ -107,16 +107,20 @@ def test_agent_exceptions_are_recorded_and_reraised(db: Path) -> None:
         (True, "ZeroDivisionError", "ZeroDivisionError: division by zero")]
 
 
-def test_a_long_run_stores_its_requests_linearly_and_rebuilds_them(db: Path) -> None:
+@pytest.mark.parametrize("window", [None, 40], ids=["whole-history", "window-of-40"])
+def test_a_long_run_stores_its_requests_linearly_and_rebuilds_them(db: Path, window: int | None) -> None:
+    """Each message is stored once, whether the agent resends its whole history or a window of its
+    last 40 messages (the oldest falling out: ``messages_drop``), and every request is rebuilt."""
     system = "You are a careful agent. " * 50
     tools = [{"name": "read", "description": "read a file " * 20, "input_schema": {"type": "object"}}]
     messages: list[dict[str, object]] = [{"role": "user", "content": "task " * 100}]
-    shas = []
+    shas, requests = [], []
     with Tracing(db) as tracing, tracing.run("long") as run:
         for i in range(200):
             request = {"model": "scripted", "max_tokens": 100, "system": system, "tools": tools,
-                       "messages": list(messages)}
+                       "messages": list(messages[-window:] if window else messages)}
             shas.append(content_sha(request))
+            requests.append(request)
             with run.step() as step, step.llm_call(request) as call:
                 reply = {"role": "assistant", "content": [
                     {"type": "tool_use", "id": f"t{i}", "name": "read", "input": {"i": i}}]}
@@ -124,18 +128,22 @@ def test_a_long_run_stores_its_requests_linearly_and_rebuilds_them(db: Path) -> 
             messages += [reply, {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": f"t{i}", "content": "observation " * 30}]}]
     rows = query(db, """SELECT call_id, base_call_id, params, system_sha, system, tools_sha, tools,
-                               messages_keep, messages_append, request_sha
+                               messages_keep, messages_append, request_sha, messages_drop
                         FROM llm_call_records ORDER BY started_at""")
     stored = sum(len(r[8]) for r in rows) + sum(len(r[4] or "") + len(r[6] or "") for r in rows)
-    whole = sum(len(json.dumps({"system": system, "tools": tools, "messages": messages[: 1 + 2 * i]}))
-                for i in range(200))
+    whole = sum(len(json.dumps(r)) for r in requests)
     # Each message is stored once: about the size of the final request, not 200 growing copies.
     assert stored < 2 * len(json.dumps(messages)) + len(system) + 2000
-    assert stored * 50 < whole
+    assert stored * (10 if window else 50) < whole
     assert sum(1 for r in rows if r[4] is not None) == 1 and sum(1 for r in rows if r[6] is not None) == 1
     rebuilt = rebuild_requests(
         {"call_id": r[0], "base_call_id": r[1], "params": json.loads(r[2]), "system_sha": r[3],
          "system": json.loads(r[4]) if r[4] else None, "tools_sha": r[5], "tools": json.loads(r[6]) if r[6] else None,
-         "keep": r[7], "append": json.loads(r[8])} for r in rows
+         "keep": r[7], "append": json.loads(r[8]), "drop": r[10]} for r in rows
     )
     assert [content_sha(rebuilt[r[0]]) for r in rows] == shas == [r[9] for r in rows]
+    drops = [(r[10] or 0, r[7]) for r in rows]
+    if window:  # past the window, each call drops the two oldest messages and keeps the other 38
+        assert set(drops[21:]) == {(2, 38)} and drops[20] == (1, 38)
+    else:
+        assert drops[1:] == [(0, 2 * i - 1) for i in range(1, 200)]

@@ -47,7 +47,8 @@ def test_the_migration_keys_rows_stored_before_it(tmp_path: Path) -> None:
     store = _store(tmp_path)
     with store.reader(locked_down=False) as conn:
         written = conn.execute(_KEYS).fetchall()
-    # Make the file what version 6 left: no key columns, no later migration (8 made the live tables).
+    # Make the file what version 6 left: no key columns, no later migration (8 made the live tables,
+    # 9 the messages_drop column).
     conn = duckdb.connect(str(store.path))
     for view in VIEW_NAMES:
         conn.execute(f"DROP VIEW IF EXISTS {view}")
@@ -55,6 +56,7 @@ def test_the_migration_keys_rows_stored_before_it(tmp_path: Path) -> None:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN progress_key")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN near_key")
+    conn.execute("ALTER TABLE llm_call_records DROP COLUMN messages_drop")
     conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     conn.close()
     store.compact()  # opening for writing migrates

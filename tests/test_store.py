@@ -74,7 +74,7 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
     assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
         (1, "initial"), (2, "run_totals"), (3, "export_drops"), (4, "action_key"),
-        (5, "redaction_manifest"), (6, "received_spans"), (7, "outcome_keys"), (8, "live_previews")]
+        (5, "redaction_manifest"), (6, "received_spans"), (7, "outcome_keys"), (8, "live_previews"), (9, "messages_drop")]
     assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     for table in ("run_records", "step_records", "tool_call_records", "llm_call_records"):  # a preview's rows
         assert _columns(conn, f"live_{table}") == [*_columns(conn, table), "live_trace_id", "live_revision"]
@@ -212,3 +212,22 @@ def test_a_version_1_store_is_migrated_in_place_keeping_its_rows(db: Path) -> No
     conn = duckdb.connect(str(db), read_only=True)
     assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (SCHEMA_VERSION,)
     conn.close()
+
+
+def test_a_version_8_store_keeps_its_previews_through_migration_9(db: Path) -> None:
+    """Migration 9 rebuilds ``live_llm_call_records`` to keep the documented column order: the preview
+    rows it holds must come through, with the new column NULL."""
+    from looptrace.tracer.store.migrations import MIGRATIONS
+    from looptrace.tracer.store.tables import SCHEMA_MIGRATIONS
+
+    conn = duckdb.connect(str(db))
+    conn.execute(SCHEMA_MIGRATIONS)
+    for version, name, step in MIGRATIONS[:8]:
+        step(conn)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+    conn.execute("INSERT INTO live_llm_call_records (run_id, step, call_id, messages_keep, live_trace_id, "
+                 "live_revision) VALUES ('r', 1, 'c', 3, 't', 7)")
+    conn.close()
+    Store(db).compact()
+    assert query(db, "SELECT call_id, messages_keep, messages_drop, live_trace_id, live_revision "
+                     "FROM live_llm_call_records") == [("c", 3, None, "t", 7)]

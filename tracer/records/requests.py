@@ -2,7 +2,8 @@
 
 An agent resends its whole history on every call, so storing each request whole would make a
 200-step run hold 200 copies of it. Instead each call stores only what is new against the previous
-call of the same run: how many of the previous request's messages it keeps (``keep``), the
+call of the same run: how many of the previous request's messages it skips at the front (``drop``:
+an agent that sends a window of its history lets the oldest go) and keeps after them (``keep``), the
 messages it appends, and the system prompt and tool list only the first time their content is seen
 (by hash). ``rebuild_requests`` turns those rows back into whole requests for replay; the
 ``request_sha`` of the whole request lets replay verify the reconstruction.
@@ -26,7 +27,8 @@ from typing import Any
 
 from .digests import ConversationDigest, content_sha
 
-__all__ = ["content_sha", "request_identity", "EncodedRequest", "RequestLog", "rebuild_requests", "split_request"]
+__all__ = ["content_sha", "request_identity", "EncodedRequest", "RequestLog", "overlap", "rebuild_requests",
+           "split_request"]
 
 Redact = Callable[[Any], Any]
 
@@ -53,6 +55,7 @@ class EncodedRequest:
     keep: int
     append: list[Any]
     request_sha: str
+    drop: int = 0  # leading messages of the base request this one no longer sends
 
 
 class RequestLog:
@@ -101,11 +104,7 @@ class RequestLog:
             else:
                 hashes = self._raw.message_shas(messages)
                 digest = self._identity.digest(self._redacted_request(request, messages, hashes))
-            keep = 0
-            for a, b in zip(self._last_hashes, hashes):
-                if a != b:
-                    break
-                keep += 1
+            drop, keep = overlap(self._last_hashes, hashes)
             base = self._last_call if keep else None
             system_sha, tools_sha = digest.system_sha, digest.tools_sha
             new_system = system if system_sha and system_sha not in self._seen else None
@@ -122,6 +121,7 @@ class RequestLog:
             keep=keep,
             append=messages[keep:],
             request_sha=digest.request_sha,
+            drop=drop if keep else 0,
         )
 
     def _redacted_request(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> dict[str, Any]:
@@ -144,6 +144,37 @@ class RequestLog:
         return redacted
 
 
+def overlap(last: list[str], new: list[str]) -> tuple[int, int]:
+    """(drop, keep) such that ``new`` starts with ``last[drop:drop + keep]``, ``keep`` as large as it
+    can be (the fewest messages stored again), then ``drop`` as small. An agent that resends its
+    whole history gets (0, all of the last); one that sends a window of it, (how many fell out of
+    the window, the rest): without ``drop`` such an agent stored its whole window on every call."""
+    keep = _common(last, new, 0)
+    best = (0, keep)
+    if not new or keep >= len(last) - 1:
+        return best  # nothing later in ``last`` can share more
+    at = 0
+    while True:
+        try:
+            at = last.index(new[0], at + 1)
+        except ValueError:
+            return best
+        if len(last) - at <= best[1]:
+            return best
+        keep = _common(last, new, at)
+        if keep > best[1]:
+            best = (at, keep)
+
+
+def _common(last: list[str], new: list[str], start: int) -> int:
+    n = 0
+    for a, b in zip(last[start:] if start else last, new):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Whole requests by call id, from rows holding the fields of ``EncodedRequest`` (in call order).
 
@@ -158,11 +189,11 @@ def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
             if row.get(key) is not None and row.get(sha_key):
                 contents[row[sha_key]] = row[key]
         base = row.get("base_call_id")
-        keep = int(row.get("keep") or 0)
+        keep, drop = int(row.get("keep") or 0), int(row.get("drop") or 0)
         if keep:
             if base not in messages_of:
                 raise KeyError(f"call {call_id} extends call {base}, which is not recorded")
-            prefix = messages_of[base][:keep]
+            prefix = messages_of[base][drop:drop + keep]
         else:
             prefix = []
         messages = prefix + list(row.get("append") or [])

@@ -297,6 +297,7 @@ def _llm_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended:
         "tools_sha": [x.get(c.LLM_TOOLS_SHA) for x in a],
         "tools": [_json_attr(x.get(c.LLM_TOOLS)) for x in a],
         "messages_keep": [_int(x.get(c.LLM_MESSAGES_KEEP)) for x in a],
+        "messages_drop": [_int(x.get(c.LLM_MESSAGES_DROP)) for x in a],
         "messages_append": [_json_attr(x.get(c.LLM_MESSAGES_APPEND)) for x in a],
         "request_sha": [x.get(c.LLM_REQUEST_SHA) for x in a],
         "response": [_json_attr(x.get(c.LLM_RESPONSE)) for x in a],

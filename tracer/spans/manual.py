@@ -337,6 +337,8 @@ class LlmCall:
         }
         if enc.base_call_id:
             attrs[c.LLM_BASE_CALL] = enc.base_call_id
+        if enc.drop:
+            attrs[c.LLM_MESSAGES_DROP] = enc.drop
         for sha_key, sha, key, content in (
             (c.LLM_SYSTEM_SHA, enc.system_sha, c.LLM_SYSTEM, enc.system),
             (c.LLM_TOOLS_SHA, enc.tools_sha, c.LLM_TOOLS, enc.tools),

@@ -85,6 +85,19 @@ def _m008_live_previews(conn: duckdb.DuckDBPyConnection) -> None:
         conn.execute(live_table_ddl(table))
 
 
+def _m009_messages_drop(conn: duckdb.DuckDBPyConnection) -> None:
+    # How many leading messages of the base call's request a call no longer sends (records/requests.py):
+    # an agent that sends a window of its history stored the whole window on every call before. Older
+    # rows need nothing: NULL reads as 0, which is what they meant.
+    conn.execute("ALTER TABLE llm_call_records ADD COLUMN messages_drop INTEGER")
+    # A preview table keeps its record table's columns, then its two tags (tables.py): rebuilt so.
+    live = LIVE_TABLES["llm_call_records"]
+    conn.execute(f"CREATE TABLE {live}_9 AS SELECT * EXCLUDE (live_trace_id, live_revision), "
+                 f"CAST(NULL AS INTEGER) AS messages_drop, live_trace_id, live_revision FROM {live}")
+    conn.execute(f"DROP TABLE {live}")
+    conn.execute(f"ALTER TABLE {live}_9 RENAME TO {live}")
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
@@ -94,6 +107,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], 
     (6, "received_spans", _m006_received_spans),
     (7, "outcome_keys", _m007_outcome_keys),
     (8, "live_previews", _m008_live_previews),
+    (9, "messages_drop", _m009_messages_drop),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -260,6 +260,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         "response_model": _text(_first(a, _RESPONSE_MODEL)),
         "started_at": ts(s.start_ns), "ended_at": ts(s.end_ns), "params": to_json(params) if params else None,
         "system_sha": None, "system": None, "tools_sha": None, "tools": None, "messages_keep": None,
+        "messages_drop": None,
         "messages_append": None, "request_sha": None,
         "response": to_json(output) if output is not None else None, "stop_reason": _first_reason(finish),
         "input_tokens": inp, "output_tokens": out, "cache_read_tokens": read, "cache_creation_tokens": write,
@@ -275,7 +276,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         row.update(base_call_id=enc.base_call_id, system_sha=enc.system_sha, tools_sha=enc.tools_sha,
                    system=to_json(enc.system) if enc.system is not None else None,
                    tools=to_json(enc.tools) if enc.tools is not None else None, messages_keep=enc.keep,
-                   messages_append=to_json(enc.append), request_sha=enc.request_sha)
+                   messages_drop=enc.drop or None, messages_append=to_json(enc.append), request_sha=enc.request_sha)
         moved.update(in_keys, tool_keys if tools is not None else (), ["gen_ai.system_instructions"])
     if output is not None:
         moved.update(out_keys)

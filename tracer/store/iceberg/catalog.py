@@ -163,6 +163,8 @@ class CatalogStore:
         return {t: self._ensure(t) for t in CATALOG_TABLES}
 
     def _ensure(self, table: str) -> Table:
+        import pyarrow as pa
+
         want = arrow_schema(table)
 
         def create() -> Table:
@@ -174,7 +176,7 @@ class CatalogStore:
         while missing := missing_columns(tbl.schema(), want):
             def evolve(tbl: Table = tbl, missing: list[str] = missing) -> None:
                 with tbl.update_schema() as update:
-                    update.union_by_name(want.select(missing))
+                    update.union_by_name(pa.schema([want.field(name) for name in missing]))
             try:
                 retrying(evolve, f"adding columns to {table}")
             except Exception as exc:  # noqa: BLE001 - another writer added them first: look again

@@ -76,6 +76,13 @@ class ViewerScreen(Screen[None]):
 
         self.run_worker(work, name=what, group=group, exclusive=True, thread=True, exit_on_error=False)
 
+    def loading(self, group: str) -> bool:
+        """Whether a load of ``group`` is still pending or running. A periodic refresh waits for it
+        rather than superseding it: a load slower than the refresh interval (a long run, a busy
+        store, a slow machine) would otherwise be dropped every time and never shown."""
+        return any(w.node is self and w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                   for w in self.app.workers)
+
     def on__load_ended(self, message: _LoadEnded) -> None:
         self._seen_ended += 1
         self._loaded = True

@@ -60,7 +60,8 @@ class RunScreen(ViewerScreen):
 
     def _tick(self) -> None:
         # A finished run does not change (until it is analysed again); a running one gains steps.
-        if self.is_current and (self.detail is None or self.detail.run.status in _STILL_GOING):
+        if self.is_current and not self.loading("run") and \
+                (self.detail is None or self.detail.run.status in _STILL_GOING):
             self.reload()
 
     def reload(self) -> None:

@@ -86,7 +86,7 @@ class RunsScreen(ViewerScreen):
             self.reload()
 
     def _tick(self) -> None:
-        if self.is_current:
+        if self.is_current and not self.loading("runs"):
             self.reload()
 
     def reload(self) -> None:

@@ -138,3 +138,26 @@ def test_catalog_functions_do_not_show_home_or_working_directory(store: Path) ->
     home, cwd = os.path.expanduser("~"), os.getcwd()
     leaks = [(n, v) for n, v in result.rows if home in str(v) or cwd in str(v)]
     assert leaks == []
+
+
+_AUDITED = """
+import sys
+seen = []
+sys.addaudithook(lambda event, args: seen.append(event) if event in ("os.fork", "subprocess.Popen") else None)
+from looptrace.tracer.cli import main
+code = main(sys.argv[1:])
+print("events:", *seen, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_the_cli_forks_its_query_process_and_a_threaded_caller_spawns_one(store: Path) -> None:
+    """``looptrace sql`` (one thread, no DuckDB of its own) forks the query's process instead of
+    starting a second interpreter; a caller with threads gets a fresh interpreter (a lock another
+    thread holds at a fork would stay held in the child). Both answer the same."""
+    proc = subprocess.run([PYTHON, "-c", _AUDITED, "sql", "--db", str(store), "SELECT 6 * 7 AS answer"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert proc.returncode == 0 and "42" in proc.stdout, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "events: os.fork"
+    threaded = run_query(Store(store), "SELECT 6 * 7 AS answer")  # pytest's process: DuckDB, threads
+    assert threaded.rows == [(42,)]

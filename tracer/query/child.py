@@ -1,5 +1,6 @@
-"""The process one user query runs in (``python -m looptrace.tracer.query.child``), under an OS memory
-ceiling; ``supervise.py`` starts it, sets its deadline and kills it when the deadline passes.
+"""The process one user query runs in (``python -m looptrace.tracer.query.child``, or forked from a
+single-threaded caller), under an OS memory ceiling; ``supervise.py`` starts it, sets its deadline
+and kills it when the deadline passes.
 
 DuckDB's ``memory_limit`` does not cover large scalar results (one ``repeat`` of 3 GB peaked at
 5.9 GB against a 2 GB limit), and ``interrupt()`` is only checked between chunks, so a single long
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ..export.source import ParquetSource
     from ..store import Store
 
-__all__ = ["Request", "READY", "HEADROOM_BYTES", "main"]
+__all__ = ["Request", "READY", "HEADROOM_BYTES", "main", "run"]
 
 READY = b"R"
 # The interpreter, DuckDB and pyarrow reserve ~0.8 GB of address space before any query (thread
@@ -105,20 +106,24 @@ def serve(request: Request, out: BinaryIO) -> None:
     out.flush()
 
 
-def main() -> None:
+def run(request: Request, answer_fd: int) -> None:
+    """Serve ``request`` in this process, the query's own, writing the protocol to ``answer_fd``."""
     from . import session  # noqa: F401 - imported before the ceiling is set, not charged to the query
 
-    request: Request = pickle.loads(sys.stdin.buffer.read())
     ceiling = request.memory_bytes + HEADROOM_BYTES
     resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
     # The answer gets a descriptor of its own: DuckDB writes its progress bar to fd 1, which would
     # otherwise tear the pickled answer. Anything else written to stdout goes nowhere.
-    answer = os.fdopen(os.dup(1), "wb")
+    answer = os.fdopen(answer_fd, "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
     serve(request, answer)
     answer.close()
+
+
+def main() -> None:
+    run(pickle.loads(sys.stdin.buffer.read()), os.dup(1))
 
 
 if __name__ == "__main__":

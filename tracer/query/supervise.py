@@ -74,8 +74,16 @@ def run_supervised(
     # Spill files go to a private folder removed here, even when the child is killed mid-spill.
     with tempfile.TemporaryDirectory(prefix="looptrace-sql-") as scratch:
         request = Request(source, sql, limit, timeout, memory_bytes, scratch)
-        child = _Forked(request) if _may_fork() else _Spawned(request)
-        return _supervise(child, timeout, memory_bytes)
+        return _supervise(_start(request), timeout, memory_bytes)
+
+
+def _start(request: Request) -> _Spawned | _Forked:
+    if _may_fork():
+        try:
+            return _Forked(request)
+        except OSError:  # no process to spare for a fork (EAGAIN, ENOMEM): the spawn may still get one
+            pass
+    return _Spawned(request)
 
 
 def _may_fork() -> bool:
@@ -128,7 +136,12 @@ class _Forked:
 
     def __init__(self, request: Request) -> None:
         read, write = os.pipe()
-        self._pid = os.fork()
+        try:
+            self._pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            raise
         if self._pid == 0:  # the child
             code = 1
             try:

@@ -121,7 +121,7 @@ class RequestLog:
             keep=keep,
             append=messages[keep:],
             request_sha=digest.request_sha,
-            drop=drop if keep else 0,
+            drop=drop,
         )
 
     def _redacted_request(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> dict[str, Any]:

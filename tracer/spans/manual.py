@@ -335,10 +335,8 @@ class LlmCall:
             c.LLM_MESSAGES_APPEND: to_json(enc.append),
             c.LLM_REQUEST_SHA: enc.request_sha,
         }
-        if enc.base_call_id:
-            attrs[c.LLM_BASE_CALL] = enc.base_call_id
-        if enc.drop:
-            attrs[c.LLM_MESSAGES_DROP] = enc.drop
+        attrs.update((k, v) for k, v in ((c.LLM_BASE_CALL, enc.base_call_id), (c.LLM_MESSAGES_DROP, enc.drop))
+                     if v)
         for sha_key, sha, key, content in (
             (c.LLM_SYSTEM_SHA, enc.system_sha, c.LLM_SYSTEM, enc.system),
             (c.LLM_TOOLS_SHA, enc.tools_sha, c.LLM_TOOLS, enc.tools),

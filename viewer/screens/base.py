@@ -56,9 +56,7 @@ class ViewerScreen(Screen[None]):
         Tests and ``viewer.capture`` wait on this. A load superseded before it started never runs,
         so loads are tracked by what finished, not by what was asked.
         """
-        running = any(w.node is self and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-                      for w in self.app.workers)
-        return running or not self._loaded or self._ended != self._seen_ended
+        return self.loading() or not self._loaded or self._ended != self._seen_ended
 
     def load(self, group: str, what: str, fn: Callable[[], _T], done: Callable[[_T], Message]) -> None:
         """Run ``fn`` in a thread; post ``done(result)`` or ``LoadFailed`` back to this screen."""
@@ -76,12 +74,12 @@ class ViewerScreen(Screen[None]):
 
         self.run_worker(work, name=what, group=group, exclusive=True, thread=True, exit_on_error=False)
 
-    def loading(self, group: str) -> bool:
-        """Whether a load of ``group`` is still pending or running. A periodic refresh waits for it
-        rather than superseding it: a load slower than the refresh interval (a long run, a busy
-        store, a slow machine) would otherwise be dropped every time and never shown."""
-        return any(w.node is self and w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-                   for w in self.app.workers)
+    def loading(self, group: str | None = None) -> bool:
+        """Whether a load of ``group`` (None: of any group) is still pending or running. A periodic
+        refresh waits for it rather than superseding it: a load slower than the refresh interval (a
+        long run, a busy store, a slow machine) would otherwise be dropped every time, never shown."""
+        return any(w.node is self and group in (None, w.group)
+                   and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.app.workers)
 
     def on__load_ended(self, message: _LoadEnded) -> None:
         self._seen_ended += 1

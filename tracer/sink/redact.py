@@ -27,7 +27,8 @@ from typing import Any
 import orjson
 
 from .config import load_config
-from .rules import KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, key_value_in_text, looks_like_code
+from .rules import (KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, is_secret_under, key_value_in_text,
+                    looks_like_code)
 from .screen import screen_for
 
 __all__ = ["Redactor", "Hits", "SAFE_KEYS", "placeholder", "restore_env", "summarize"]
@@ -86,7 +87,7 @@ class Redactor:
         self._allow = frozenset(self.allow) | user.allow
         self._env_values = sorted(
             ((name, value) for name, value in env.items()
-             if is_secret_key(name) and len(value) >= _MIN_ENV_VALUE and value not in self._allow),
+             if is_secret_under(name, value) and len(value) >= _MIN_ENV_VALUE and value not in self._allow),
             key=lambda item: -len(item[1]),
         )
         own = {**user.patterns, **self.extra_patterns}
@@ -176,7 +177,7 @@ class Redactor:
                 if m is None or m.end("key") <= at:
                     continue
                 secret = m.group("quoted") if m.group("q") else m.group("bare")
-                if secret and is_secret_key(m.group("key")) and not secret.startswith("[REDACTED:") \
+                if secret and is_secret_under(m.group("key"), secret) and not secret.startswith("[REDACTED:") \
                         and secret not in self._allow \
                         and (m.group("q") or not looks_like_code(m.group("key"), secret)):
                     s, e = m.span("quoted" if m.group("q") else "bare")
@@ -259,7 +260,7 @@ class Redactor:
             return json.dumps(FAILED) if isinstance(value, str) and _looks_json(value) else FAILED
 
     def _value(self, value: Any, hits: Hits | None, key: str | None, path: str, depth: int) -> Any:
-        if key is not None and is_secret_key(key):
+        if key is not None and is_secret_key(key) and (not isinstance(value, str) or is_secret_under(key, value)):
             return self._secret(value, hits, path)
         if isinstance(value, str):
             return self._string(value, hits, path, depth)

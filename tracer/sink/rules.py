@@ -33,8 +33,8 @@ from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
-__all__ = ["Rule", "RULES", "KEY_TELLS", "is_secret_key", "key_words", "key_value_in_text", "looks_like_code",
-           "TOKEN_CHARS"]
+__all__ = ["Rule", "RULES", "KEY_TELLS", "is_secret_key", "is_secret_under", "key_words", "key_value_in_text",
+           "looks_like_code", "TOKEN_CHARS"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,16 @@ _SECRET_ENDINGS = ("password", "passwd", "token", "secret", "apikey", "sessionid
 # Every secret key name, case-folded, contains one of these.
 KEY_TELLS = ("pass", "pwd", "secret", "token", "key", "auth", "cookie", "credential", "session", "jwt", "bearer")
 
+# Names of places, not secrets. A name whose last word is a place word (``PASSWORD_STORE_DIR``,
+# ``TOKEN_PATH``, ``DB_PASSWORD_FILE``, ``SSH_AUTH_SOCK``) holds where a secret is kept, not the
+# secret: a path, whose every later mention (each file an agent reads under it) would otherwise be
+# redacted too. A secret-shaped value under such a name is still found by the token rules.
+_PLACE_WORDS = frozenset({"dir", "dirs", "directory", "path", "paths", "file", "files", "home", "sock", "socket"})
+# The shell's working directories: "pwd" is also a password's abbreviation, so these two names are
+# kept only when their value is a path (``{"pwd": "hunter2"}`` still goes).
+_CWD_NAMES = frozenset({"pwd", "oldpwd"})
+_PATH_VALUE = re.compile(r"(?:/|~(?:/|$)|[A-Za-z]:[\\/])[^\r\n\x00]{0,4096}")
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
@@ -127,8 +137,18 @@ def is_secret_key(name: str) -> bool:
     words = key_words(name.rsplit(".", 1)[-1]) if "." in name else key_words(name)
     if any(p in _COUNT_PAIRS for p in zip(words, words[1:])):
         return False  # a token *count* or *usage* is not a token (LangChain's token_usage, token_count)
+    if words and words[-1] in _PLACE_WORDS:
+        return False  # where a secret is kept (``SECRETS_DIR``), not the secret
     return (bool(_SECRET_WORDS.intersection(words)) or any(p in _SECRET_PAIRS for p in zip(words, words[1:]))
             or any(w.endswith(_SECRET_ENDINGS) for w in words))
+
+
+def is_secret_under(name: str, value: str) -> bool:
+    """Whether the text ``value`` under the key ``name`` is a secret: ``is_secret_key``, except the
+    shell's ``PWD`` and ``OLDPWD`` when they hold a path (a working directory, not a password)."""
+    if not is_secret_key(name):
+        return False
+    return not (name.rsplit(".", 1)[-1].casefold() in _CWD_NAMES and _PATH_VALUE.fullmatch(value) is not None)
 
 
 # ``name: value``, ``name=value``, ``"name": "value"`` and ``\"name\": \"value\"`` (JSON escaped

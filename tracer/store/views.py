@@ -199,8 +199,32 @@ LEFT JOIN step_usage s USING (run_id)
 LEFT JOIN llm_usage m USING (run_id)
 """
 
+# An agent's sub-run of a team's run (an imported AgentChat or CrewAI log: attribute `team_agent`)
+# holds copies of the team's steps. It is counted under its agent, and what the sub-runs hold is
+# taken off the team's row, so a sum over agents counts each token once (a subagent's run of the
+# loop holds its own steps, not copies, and is not taken off its parent). What is left on the team's
+# row is NULL when nothing is (a sum over no steps), so an agent none of whose calls recorded usage
+# shows as unknown, not 0.
 _ROLLUP = """
 CREATE OR REPLACE VIEW {view} AS
+WITH copies AS (
+    SELECT DISTINCT run_id, parent_run_id FROM run_records
+    WHERE parent_run_id IS NOT NULL AND attributes->>'$.team_agent' IS NOT NULL
+),
+copied AS (
+    SELECT c.parent_run_id AS run_id, sum(u.input_tokens) AS input_tokens,
+           sum(u.output_tokens) AS output_tokens, sum(u.cost_usd) AS cost_usd
+    FROM run_usage u JOIN copies c USING (run_id) GROUP BY ALL
+),
+counted AS (
+    SELECT u.* REPLACE (CASE WHEN c.run_id IS NULL THEN u.input_tokens
+                             ELSE nullif(u.input_tokens - coalesce(c.input_tokens, 0), 0) END AS input_tokens,
+                        CASE WHEN c.run_id IS NULL THEN u.output_tokens
+                             ELSE nullif(u.output_tokens - coalesce(c.output_tokens, 0), 0) END AS output_tokens,
+                        CASE WHEN c.run_id IS NULL THEN u.cost_usd
+                             ELSE nullif(u.cost_usd - coalesce(c.cost_usd, 0), 0) END AS cost_usd)
+    FROM run_usage u LEFT JOIN copied c USING (run_id)
+)
 SELECT {key},
        count(*) AS runs,
        count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_runs,
@@ -208,7 +232,7 @@ SELECT {key},
        CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
        CAST(sum(input_tokens) + sum(output_tokens) AS BIGINT) AS tokens,
        sum(cost_usd) AS cost_usd
-FROM run_usage
+FROM counted
 GROUP BY ALL
 """
 

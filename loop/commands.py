@@ -7,6 +7,7 @@ import os
 import sys
 
 from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.cli.numbers import positive, whole
 from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
@@ -63,6 +64,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--base-url", default=None, help="a Messages API endpoint other than Anthropic's")
     p.add_argument("--workspace", default=".", help="folder the agent's tools can read (default .)")
     p.add_argument("--allow-write", action="store_true", help="let the agent write files in the workspace")
-    p.add_argument("--max-iters", type=int, default=30)
-    p.add_argument("--budget", type=float, default=1.0, help="USD budget (default 1.0)")
+    p.add_argument("--max-iters", type=whole(1), default=30)
+    p.add_argument("--budget", type=positive, default=1.0, help="USD budget (default 1.0)")
     p.set_defaults(func=_run)

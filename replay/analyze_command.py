@@ -68,6 +68,8 @@ def _partition_done(done: int, total: int, runs: int) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from looptrace.tracer.cli.numbers import number, whole
+
     from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
     p = add_command(sub, "analyze", "Diagnose runs (stagnation, context_bomb, cap_hit, hallucinated_tool; else ok, error or incomplete) with "
@@ -92,6 +94,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     thresholds = p.add_argument_group("thresholds (defaults shown; see docs/analyzer.md)")
     for f in fields(Thresholds):
         default = getattr(DEFAULT_THRESHOLDS, f.name)
-        thresholds.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=type(default), default=None,
+        kind = whole(0) if isinstance(default, int) else number(0)
+        thresholds.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=None,
                                 help=f"default {default}")
     p.set_defaults(func=_analyze)

@@ -6,21 +6,23 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.cli.numbers import port, positive, whole
 from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import DEFAULT_DB
 
 __all__ = ["register"]
 
-_POLICY_FLAGS: tuple[tuple[str, type, str], ...] = (
-    ("max_iters", int, "stop after this many model calls"),
-    ("budget_usd", float, "stop once the run cost this many USD"),
-    ("stagnation_window", int, "same action this many times in a row is stagnation"),
-    ("max_reflections", int, "reflection turns before stopping as stagnated"),
-    ("max_observation_bytes", int, "trim tool results to this many bytes"),
-    ("compact_at_tokens", int, "compact older turns past this many context tokens"),
+_POLICY_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    ("max_iters", whole(1), "stop after this many model calls"),
+    ("budget_usd", positive, "stop once the run cost this many USD"),
+    ("stagnation_window", whole(2), "same action this many times in a row is stagnation"),
+    ("max_reflections", whole(0), "reflection turns before stopping as stagnated"),
+    ("max_observation_bytes", whole(1), "trim tool results to this many bytes"),
+    ("compact_at_tokens", whole(1), "compact older turns past this many context tokens"),
 )
 
 
@@ -186,7 +188,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "model (optionally with another system prompt or policy).",
                     "looptrace fork 3f2a --at 3 --base-url http://127.0.0.1:8080 --workspace .")
     _add_common(p)
-    p.add_argument("--at", type=int, required=True, help="the first step to take live")
+    p.add_argument("--at", type=whole(1), required=True, help="the first step to take live")
     p.add_argument("--system", default=None, help="a new system prompt (text, or @file)")
     p.set_defaults(func=lambda a: _run_replay(a, fork_at=a.at))
 
@@ -198,7 +200,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(sub, "serve", "Serve a recorded run as the Anthropic Messages API, for agents in any language.",
                     "looptrace serve 3f2a --db demo.duckdb --port 8089")
     _add_common(p, policy=False, live=False)
-    p.add_argument("--port", type=int, default=8089)
+    p.add_argument("--port", type=port, default=8089)
     p.add_argument("--lenient", action="store_true", help="answer drifted requests with the next recorded response")
     p.set_defaults(func=_serve)
 

@@ -45,6 +45,9 @@ class ViewerApp(App[None]):
     def __init__(
         self, db: str | os.PathLike[str], *, refresh_seconds: float | None = REFRESH_SECONDS
     ) -> None:
+        if refresh_seconds is not None and not (refresh_seconds == 0 or 0.1 <= refresh_seconds < float("inf")):
+            # a negative or tiny interval redrew in a tight loop (100% CPU); nan never compared true
+            raise ValueError(f"refresh_seconds must be 0 (off) or at least 0.1, not {refresh_seconds!r}")
         super().__init__()
         self.store = open_source(db)  # a store, or a Parquet export of one
         self.analyser = Analyser(self.store)  # diagnoses the runs shown that have none

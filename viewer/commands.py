@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from looptrace.tracer.cli.main import add_command
+from looptrace.tracer.cli.numbers import port, seconds
 from looptrace.tracer.store import DEFAULT_DB, StoreError
 
 __all__ = ["register"]
@@ -96,11 +97,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("path", nargs="?", default=DEFAULT_DB, help=f"store path (default {DEFAULT_DB})")
     p.add_argument("--catalog", default=None, metavar="NAME",
                    help="view an Iceberg catalog instead, read-only (docs/scale.md; needs the scale extra)")
-    p.add_argument("--refresh", type=float, default=2.0,
-                   help="seconds between live refreshes (default 2; 0 turns them off)")
+    p.add_argument("--refresh", type=seconds(0.1, off=True), default=2.0,
+                   help="seconds between live refreshes (default 2; 0 turns them off; at least 0.1)")
     p.add_argument("--web", action="store_true",
                    help="serve the same viewer in a browser (textual-serve), at http://HOST:PORT")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to serve on with --web (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8008, help="port to serve on with --web (default 8008)")
+    p.add_argument("--port", type=port, default=8008, help="port to serve on with --web (default 8008)")
     p.set_defaults(func=_view)

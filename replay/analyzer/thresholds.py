@@ -9,6 +9,8 @@ A config file holds an ``[analyzer]`` table whose keys are the field names below
 
 from __future__ import annotations
 
+import math
+
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -68,4 +70,6 @@ def load_thresholds(path: str | Path | None = None, **overrides: Any) -> Thresho
         if isinstance(default, int) and not isinstance(value, int) or isinstance(default, float) and not isinstance(
                 value, (int, float)):
             raise ValueError(f"analyzer setting {name} must be a number like {default!r}, got {value!r}")
+        if isinstance(value, bool) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"analyzer setting {name} must be a finite number of at least 0, got {value!r}")
     return replace(DEFAULT_THRESHOLDS, **values)

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from looptrace.tracer.cli.program import program
+from looptrace.tracer.export.outputs import output_folder
 from looptrace.tracer.store import Store
 
 from .data import load_index, load_report, load_rollups, resolve_run
@@ -42,11 +43,12 @@ def write_run(store: Store, run_id: str, out: Path) -> int:
 
 def write_all(store: Store, folder: Path, *, label: str) -> tuple[int, int]:
     """``index.html`` and one page per run in ``folder``; returns (pages written, bytes written)."""
-    folder.mkdir(parents=True, exist_ok=True)
     rows, more = load_index(store)
-    total = _write(folder / "index.html", render_index(rows, more, load_rollups(store), store=label))
-    for row in rows:
-        report = load_report(store, row.run_id)
-        if report is not None:
-            total += _write(folder / page_name(row.run_id), render_run(report))
+    rollups = load_rollups(store)
+    with output_folder(folder):  # a folder made here goes again if a page fails
+        total = _write(folder / "index.html", render_index(rows, more, rollups, store=label))
+        for row in rows:
+            report = load_report(store, row.run_id)
+            if report is not None:
+                total += _write(folder / page_name(row.run_id), render_run(report))
     return len(rows), total

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..cli.main import add_command
 from ..store import DEFAULT_DB
@@ -22,11 +23,13 @@ def _export(args: argparse.Namespace) -> int:
     from ..store import StoreError
 
     from ..cli.progress import Progress
+    from .outputs import output_folder
     from .parquet import PARTITIONS, export_parquet, parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
-        with Progress(f"exporting {args.db}", total=len(PARTITIONS)) as progress:
+        with Progress(f"exporting {args.db}", total=len(PARTITIONS)) as progress, \
+                output_folder(Path(args.parquet)):  # a folder made for a failed export goes again
             report = export_parquet(args.db, args.parquet, since=since, on_table=lambda _: progress.advance())
     except (StoreError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..cli.main import add_command
+from ..cli.numbers import port_or_off, positive, seconds
 from ..cli.plural import count
 from ..store import DEFAULT_DB
 from ..store.backend import add_catalog_option, catalog_name, store_target
@@ -86,16 +87,6 @@ def _show_status(receiver: OtlpReceiver, stop: threading.Event, every: float = 0
     if shown:
         sys.stderr.write("\r\x1b[K")
         sys.stderr.flush()
-
-
-def _port(value: str) -> int | None:
-    """A port number, or ``off``."""
-    if value.strip().lower() in ("off", "none", "no"):
-        return None
-    port = int(value)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535, or off)")
-    return port
 
 
 def _start(args: argparse.Namespace) -> OtlpReceiver | None:
@@ -215,17 +206,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="with --catalog: the local DuckDB file holding acknowledged spans of open traces "
                    "(default $XDG_STATE_HOME/looptrace/collect-NAME-PORT.duckdb, one per catalog and port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=4318,
+    p.add_argument("--port", type=port_or_off, default=4318,
                    help="OTLP/HTTP port (default 4318; 0 picks a free one; off serves no HTTP)")
-    p.add_argument("--grpc-port", type=_port, default=_GRPC_DEFAULT,
+    p.add_argument("--grpc-port", type=port_or_off, default=_GRPC_DEFAULT,
                    help=f"OTLP/gRPC port (default {_GRPC_DEFAULT}, skipped with a warning if taken; 0 picks a "
                    "free one; off serves no gRPC)")
-    p.add_argument("--max-body-mb", type=float, default=64.0,
+    p.add_argument("--max-body-mb", type=positive, default=64.0,
                    help="refuse request bodies larger than this, decompressed, with 413 (default 64)")
-    p.add_argument("--settle", type=float, default=2.0,
+    p.add_argument("--settle", type=seconds(0), default=2.0,
                    help="seconds a trace whose root has arrived waits for late spans before it is written "
                    "(default 2)")
-    p.add_argument("--diagnose-every", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--diagnose-every", type=seconds(0.1, off=True), default=5.0, metavar="SECONDS",
                    help="diagnose newly written runs this often while collecting, and once at the end "
                    "(default 5; 0 turns it off)")
     p.set_defaults(func=_collect)

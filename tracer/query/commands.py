@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from ..cli.main import add_command
+from ..cli.numbers import positive, whole  # a timeout or memory cap of 0, inf or nan would leave a query unbounded
 from ..store import DEFAULT_DB
 from ..store.backend import add_catalog_option
 
@@ -33,17 +33,6 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> float:
-    """A limit: 0, negative, inf or nan would leave the query unbounded, so they are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
         sub, "sql", "Run one read-only SQL query against a store (views: runs, steps, tool_calls, llm_calls, "
@@ -56,9 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="table (long values wrap inside their column), csv or json (default table)")
     p.add_argument("--full", action="store_true",
                    help="in a table, print every value whole (by default one is cut after 500 characters)")
-    p.add_argument("--limit", type=int, default=None, help="print at most this many rows")
-    p.add_argument("--timeout", type=_positive, default=30.0,
+    p.add_argument("--limit", type=whole(0), default=None, help="print at most this many rows")
+    p.add_argument("--timeout", type=positive, default=30.0,
                    help="stop the query after this many seconds (default 30)")
-    p.add_argument("--memory", type=_positive, default=2.0,
+    p.add_argument("--memory", type=positive, default=2.0,
                    help="stop the query past this many GB of memory (default 2)")
     p.set_defaults(func=_sql)

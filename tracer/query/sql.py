@@ -32,8 +32,21 @@ def run_query(
     ``store`` may be a path (a store file or an export folder), opened in the child: the caller
     then never imports DuckDB, which is most of ``looptrace sql``'s start-up. The child refuses
     anything but one read-only statement (``session.execute``)."""
+    _check_text(sql)
     source = os.fspath(store) if isinstance(store, (str, os.PathLike)) else store
     return run_supervised(source, sql, limit=limit, timeout=timeout, memory_gb=memory_gb)
+
+
+def _check_text(sql: str) -> None:
+    """Bytes that are not UTF-8 (a query saved in Latin-1, passed on the command line) reach Python as
+    lone surrogates, which DuckDB's parser cannot take: say which byte, not DuckDB's TypeError."""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = sql[exc.start].encode("utf-8", "surrogateescape")
+        shown = f"byte 0x{byte[0]:02x}" if len(byte) == 1 else f"character {sql[exc.start]!r}"
+        raise QueryError(f"the query is not UTF-8 text ({shown} at character {exc.start + 1}); "
+                         "save or type it as UTF-8") from None
 
 
 def check_single_statement(sql: str) -> None:

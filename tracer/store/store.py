@@ -28,6 +28,7 @@ from .errors import StoreError
 from .migrations import SCHEMA_VERSION, apply_views, migrate, schema_version, views_current
 from .pathlocks import path_lock as _path_lock
 from .tables import RECORD_TABLES
+from .wholeness import check_whole, corrupt_store, is_corruption
 
 __all__ = ["Store", "DEFAULT_WAIT", "is_lock_error"]
 
@@ -67,6 +68,8 @@ def _describe_open_error(path: Path, exc: BaseException) -> StoreError:
             f"{path}: not a readable looptrace store ({text.splitlines()[0]}). "
             "Point --db at a store written by looptrace, or move this file away; it was not changed."
         )
+    if is_corruption(exc):
+        return corrupt_store(path, exc)
     if "WAL" in text or "replaying" in text.lower():
         return StoreError(
             f"{path}: its write-ahead log ({path}.wal) could not be replayed ({text.splitlines()[0]}). "
@@ -113,6 +116,7 @@ class Store:
             self._keep_wal()
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot create the store: {exc}") from exc
+        check_whole(self.path)
         return _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
 
     def _create(self) -> None:
@@ -173,6 +177,10 @@ class Store:
                 migrate(conn, str(self.path))
                 self._absorb(conn)
                 yield conn
+            except duckdb.Error as exc:
+                if is_corruption(exc):
+                    raise corrupt_store(self.path, exc) from exc
+                raise
             finally:
                 conn.close()
 
@@ -183,6 +191,10 @@ class Store:
             try:
                 migrate(conn, str(self.path))
                 return self._absorb(conn)
+            except duckdb.Error as exc:
+                if is_corruption(exc):
+                    raise corrupt_store(self.path, exc) from exc
+                raise
             finally:
                 conn.close()
 
@@ -299,6 +311,10 @@ class Store:
                 if locked_down:
                     lockdown(conn, memory_limit=memory_limit, scratch=scratch)
                 yield conn
+            except duckdb.Error as exc:
+                if is_corruption(exc):
+                    raise corrupt_store(self.path, exc) from exc
+                raise
             finally:
                 conn.close()
 
@@ -311,6 +327,7 @@ class Store:
             # Busy: another process is absorbing or reading. Read what is there plus segments.
 
     def _attach(self, wait: float) -> duckdb.DuckDBPyConnection:
+        check_whole(self.path)
         conn = duckdb.connect(config=_NO_EXTENSIONS)
         try:
             _retry_locked(

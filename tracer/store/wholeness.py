@@ -1,0 +1,80 @@
+"""Is a DuckDB file whole? Its header names how many blocks it holds; a shorter file was cut.
+
+DuckDB reads blocks lazily, so a truncated file (a copy stopped half-way, ``head -c``, a full disk
+during a copy) opens without complaint and fails later, mid-query, with "Could not read enough
+bytes", after a command may have printed half a table or made an output folder. The header says
+it first: the file starts with a 4 KiB main header and two 4 KiB database headers, and the active
+one (the higher ``iteration``) holds ``block_count`` and ``block_alloc_size``, so the whole file is
+at least ``3 * 4096 + block_count * block_alloc_size`` bytes. DuckDB writes blocks before the
+header that counts them, so a live writer's file is never shorter than its header says.
+
+Layout (DuckDB's ``DatabaseHeader``, storage version 64+): after an 8-byte checksum, little-endian
+uint64 ``iteration``, ``meta_block``, ``free_list``, ``block_count``, ``block_alloc_size``, ... A
+header this code does not understand (an older layout, values out of range) proves nothing, and
+the file is left to DuckDB.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from .errors import StoreError
+
+__all__ = ["cut_short", "check_whole", "is_corruption", "corrupt_store"]
+
+_HEADER = 4096
+_DATABASE_HEADERS = (_HEADER, 2 * _HEADER)
+_FIELDS = struct.Struct("<8xQQQQQ")  # checksum, iteration, meta_block, free_list, block_count, block_alloc_size
+_BLOCK_SIZES = range(14, 31)  # 16 KiB .. 1 GiB, powers of two
+
+
+def cut_short(path: Path) -> tuple[int, int] | None:
+    """``(size, expected)`` when the DuckDB file at ``path`` is shorter than its header says; else None
+    (whole, not a DuckDB file, or a header this code cannot read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3 * _HEADER)
+            size = f.seek(0, 2)
+    except OSError:
+        return None
+    if len(head) < 3 * _HEADER or head[8:12] != b"DUCK":
+        return None
+    best: tuple[int, int] | None = None  # (iteration, expected size)
+    for offset in _DATABASE_HEADERS:
+        iteration, _, _, blocks, block_size = _FIELDS.unpack_from(head, offset)
+        if block_size <= 0 or block_size & (block_size - 1) or block_size.bit_length() - 1 not in _BLOCK_SIZES:
+            return None
+        if blocks > (1 << 40):
+            return None
+        if best is None or iteration > best[0]:
+            best = (iteration, 3 * _HEADER + blocks * block_size)
+    assert best is not None
+    return (size, best[1]) if size < best[1] else None
+
+
+def check_whole(path: Path) -> None:
+    """Refuse a file shorter than its header says before DuckDB opens it: DuckDB would open it and
+    fail mid-query, after a command had started its output."""
+    short = cut_short(path)
+    if short is not None:
+        size, expected = short
+        raise StoreError(
+            f"{path}: not a readable looptrace store: the file is cut short ({size:,} of the {expected:,} bytes "
+            "its header names: truncated, or copied while it was written). Restore it from a whole copy; "
+            "it was not changed."
+        )
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """A DuckDB error that says the file itself is damaged (a block's checksum, a short read): it
+    surfaces mid-query, wherever the damaged block is first read, so readers and writers turn it
+    into a ``StoreError`` where they hand out their connection."""
+    text = str(exc)
+    return "Corrupt database file" in text or "Could not read enough bytes" in text
+
+
+def corrupt_store(path: Path, exc: BaseException) -> StoreError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StoreError(f"{path}: not a readable looptrace store: the file is damaged ({first}). Restore it from a "
+                      "whole copy; it was not changed.")

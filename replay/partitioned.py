@@ -55,8 +55,18 @@ def _connect(address: str) -> None:
         raise CatalogError(RAY_HINT) from None
     if not ray.is_initialized():
         # "auto": RAY_ADDRESS, else the cluster `ray start` runs on this machine.
-        ray.init(address=os.environ.get("RAY_ADDRESS", "auto") if address == "auto" else address,
-                 logging_level="WARNING", log_to_driver=False, configure_logging=False)
+        target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address  # set but empty: unset
+        try:
+            ray.init(address=target, logging_level="WARNING", log_to_driver=False, configure_logging=False)
+        except ConnectionError as exc:
+            # Ray's own message tells the user to set an `--address` flag, which is Ray's, not ours.
+            from looptrace.tracer.store.iceberg import CatalogError
+
+            where = (f"at {target}" if target != "auto" else
+                     "(RAY_ADDRESS is not set and no `ray start` cluster runs on this machine)")
+            raise CatalogError(f"--ray {address}: no Ray cluster found {where}. Start one with `ray start --head`, "
+                               "give its address with --ray ADDRESS or RAY_ADDRESS, or leave --ray out to analyse "
+                               "in this process") from exc
 
 
 def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, address: str,

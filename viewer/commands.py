@@ -79,9 +79,13 @@ def _view(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     if args.web:
-        from .web import serve
+        from .web import CannotServe, serve
 
-        serve(path, host=args.host, port=args.port, refresh=args.refresh)
+        try:
+            serve(path, host=args.host, port=args.port, refresh=args.refresh)
+        except CannotServe as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         return 0
     from .app import ViewerApp
 

@@ -12,6 +12,7 @@ with a ``RetryInfo`` (503 with ``Retry-After``), which the OTLP exporters honour
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,6 +39,21 @@ WORKERS = 16  # concurrent Export calls; more wait in grpcio's queue (their span
 
 class PortTaken(OSError):
     """The gRPC port could not be bound."""
+
+
+def _free_or_raise(host: str, port: int, target: str) -> None:
+    """Bind the port once before grpcio does: grpcio's C core writes its own log line to stderr
+    (``E... add_port.cc:83] Failed to add port to server ...``) before it reports a taken port, and
+    ``looptrace collect`` says so in its own words. Port 0 is always free."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise PortTaken(f"cannot listen for OTLP/gRPC on {target}: {exc.strerror or exc}") from None
 
 
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
@@ -75,6 +91,7 @@ class GrpcEndpoint:
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
             _TraceService(ingest, refused, last_error), self._server)
         target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        _free_or_raise(host, port, target)
         try:
             self.port = self._server.add_insecure_port(target)
         except RuntimeError as exc:  # grpcio says "Failed to bind" this way

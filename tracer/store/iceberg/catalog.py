@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,6 +33,12 @@ from ..errors import StoreError
 from ..segments import TableData, arrow_schema, to_arrow
 from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
 from .session import local_path, open_session
+
+# Deleting what may not be there is the point of ``delete_runs`` (a trace written whole or in part by a
+# writer that crashed, or not at all): pyiceberg warns each time nothing matched, and that warning
+# reached the terminal of every ``collect --catalog``. Set once at import, not per call:
+# ``warnings.catch_warnings`` swaps the process's filters, which is not safe under the receiver's threads.
+warnings.filterwarnings("ignore", message="Delete operation did not match any records", category=UserWarning)
 
 if TYPE_CHECKING:
     import pyarrow as pa

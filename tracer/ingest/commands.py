@@ -98,6 +98,7 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
     journal = _journal(args)
     for grpc_port in tries:
         receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
+                                idle_timeout=args.idle_timeout or None,
                                 max_body=int(args.max_body_mb * (1 << 20)), **journal)
         try:
             return receiver.start()
@@ -216,6 +217,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--settle", type=seconds(0), default=2.0,
                    help="seconds a trace whose root has arrived waits for late spans before it is written "
                    "(default 2)")
+    p.add_argument("--idle-timeout", type=seconds(1, off=True), default=600.0, metavar="SECONDS",
+                   help="write a trace whose root never arrives as incomplete once no span of it has come for "
+                   "this long (default 600; 0: only at shutdown). Until then its run shows as running")
     p.add_argument("--diagnose-every", type=seconds(0.1, off=True), default=5.0, metavar="SECONDS",
                    help="diagnose newly written runs this often while collecting, and once at the end "
                    "(default 5; 0 turns it off)")

@@ -116,8 +116,13 @@ class Store:
             self._keep_wal()
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot create the store: {exc}") from exc
-        check_whole(self.path)
-        return _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
+        conn = _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
+        try:
+            check_whole(self.path)  # only now: holding the file, no other process is mid-checkpoint
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _create(self) -> None:
         """Make a new store under a temporary name and link it into place, so a crash or a full disk
@@ -327,12 +332,14 @@ class Store:
             # Busy: another process is absorbing or reading. Read what is there plus segments.
 
     def _attach(self, wait: float) -> duckdb.DuckDBPyConnection:
-        check_whole(self.path)
         conn = duckdb.connect(config=_NO_EXTENSIONS)
         try:
             _retry_locked(
                 lambda: conn.execute(f"ATTACH '{_sql_str(self.path)}' AS store (READ_ONLY)"), wait, self.path
             )
+            # Only once attached: a writer in another process holds the file meanwhile, and its
+            # header can name blocks its checkpoint has not finished writing.
+            check_whole(self.path)
             version = schema_version(conn, "store")
             if version > SCHEMA_VERSION:
                 raise StoreError(

@@ -5,8 +5,9 @@ during a copy) opens without complaint and fails later, mid-query, with "Could n
 bytes", after a command may have printed half a table or made an output folder. The header says
 it first: the file starts with a 4 KiB main header and two 4 KiB database headers, and the active
 one (the higher ``iteration``) holds ``block_count`` and ``block_alloc_size``, so the whole file is
-at least ``3 * 4096 + block_count * block_alloc_size`` bytes. DuckDB writes blocks before the
-header that counts them, so a live writer's file is never shorter than its header says.
+at least ``3 * 4096 + block_count * block_alloc_size`` bytes. The check is made only while the
+caller holds the file (attached, or connected for writing): during another process's checkpoint
+the header can run ahead of the blocks (seen under ``looptrace fork``, whose tracing compacts at exit).
 
 Layout (DuckDB's ``DatabaseHeader``, storage version 64+): after an 8-byte checksum, little-endian
 uint64 ``iteration``, ``meta_block``, ``free_list``, ``block_count``, ``block_alloc_size``, ... A

@@ -73,6 +73,7 @@ def _open(path: str) -> Store | ParquetSource | Any:
 
 def serve(request: Request, out: BinaryIO) -> None:
     from ..store import StoreError
+    from ..store.wholeness import corrupt_store, is_corruption
     from .session import QueryError, execute
 
     # MemoryError is an Exception: the last branch below names it as the memory limit too.
@@ -90,6 +91,9 @@ def serve(request: Request, out: BinaryIO) -> None:
         cause = exc.__cause__
         if cause is not None and _is_memory(cause):
             _answer(out, "memory", _memory_message(request.memory_bytes))
+        elif cause is not None and is_corruption(cause) and hasattr(source, "path"):
+            # a damaged or truncated store file, met mid-query: said as every command says it
+            _answer(out, "error", " ".join(str(corrupt_store(source.path, cause)).split()))
         else:
             _answer(out, "error", str(exc))
         return

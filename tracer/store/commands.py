@@ -18,7 +18,13 @@ def _compact(args: argparse.Namespace) -> int:
     if args.catalog:
         return _compact_catalog(args.catalog)
 
+    from pathlib import Path
+
+    from .wholeness import check_whole
+
     try:
+        # Compaction with nothing pending reads no block: a truncated file would be "compacted".
+        check_whole(Path(args.db))
         with Progress(f"compacting {args.db}"):
             n = Store(args.db).compact()
     except StoreError as exc:

@@ -28,7 +28,7 @@ from .errors import StoreError
 from .migrations import SCHEMA_VERSION, apply_views, migrate, schema_version, views_current
 from .pathlocks import path_lock as _path_lock
 from .tables import RECORD_TABLES
-from .wholeness import check_whole, corrupt_store, is_corruption
+from .wholeness import corrupt_store, is_corruption
 
 __all__ = ["Store", "DEFAULT_WAIT", "is_lock_error"]
 
@@ -116,13 +116,7 @@ class Store:
             self._keep_wal()
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot create the store: {exc}") from exc
-        conn = _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
-        try:
-            check_whole(self.path)  # only now: holding the file, no other process is mid-checkpoint
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return _retry_locked(lambda: duckdb.connect(str(self.path), config=_NO_EXTENSIONS), wait, self.path)
 
     def _create(self) -> None:
         """Make a new store under a temporary name and link it into place, so a crash or a full disk
@@ -183,9 +177,10 @@ class Store:
                 self._absorb(conn)
                 yield conn
             except duckdb.Error as exc:
-                if is_corruption(exc):
-                    raise corrupt_store(self.path, exc) from exc
-                raise
+                if not is_corruption(exc):
+                    raise
+                conn.close()  # before describing the file: see ``corrupt_store``
+                raise corrupt_store(self.path, exc) from exc
             finally:
                 conn.close()
 
@@ -197,9 +192,10 @@ class Store:
                 migrate(conn, str(self.path))
                 return self._absorb(conn)
             except duckdb.Error as exc:
-                if is_corruption(exc):
-                    raise corrupt_store(self.path, exc) from exc
-                raise
+                if not is_corruption(exc):
+                    raise
+                conn.close()  # before describing the file: see ``corrupt_store``
+                raise corrupt_store(self.path, exc) from exc
             finally:
                 conn.close()
 
@@ -317,9 +313,10 @@ class Store:
                     lockdown(conn, memory_limit=memory_limit, scratch=scratch)
                 yield conn
             except duckdb.Error as exc:
-                if is_corruption(exc):
-                    raise corrupt_store(self.path, exc) from exc
-                raise
+                if not is_corruption(exc):
+                    raise
+                conn.close()  # before describing the file: see ``corrupt_store``
+                raise corrupt_store(self.path, exc) from exc
             finally:
                 conn.close()
 
@@ -337,9 +334,6 @@ class Store:
             _retry_locked(
                 lambda: conn.execute(f"ATTACH '{_sql_str(self.path)}' AS store (READ_ONLY)"), wait, self.path
             )
-            # Only once attached: a writer in another process holds the file meanwhile, and its
-            # header can name blocks its checkpoint has not finished writing.
-            check_whole(self.path)
             version = schema_version(conn, "store")
             if version > SCHEMA_VERSION:
                 raise StoreError(

@@ -5,9 +5,14 @@ during a copy) opens without complaint and fails later, mid-query, with "Could n
 bytes", after a command may have printed half a table or made an output folder. The header says
 it first: the file starts with a 4 KiB main header and two 4 KiB database headers, and the active
 one (the higher ``iteration``) holds ``block_count`` and ``block_alloc_size``, so the whole file is
-at least ``3 * 4096 + block_count * block_alloc_size`` bytes. The check is made only while the
-caller holds the file (attached, or connected for writing): during another process's checkpoint
-the header can run ahead of the blocks (seen under ``looptrace fork``, whose tracing compacts at exit).
+at least ``3 * 4096 + block_count * block_alloc_size`` bytes.
+
+Two cautions decide where it is called. During another process's checkpoint the header can run
+ahead of the blocks (seen under ``looptrace fork``), so a short file alone proves nothing while the
+store is in use: it only explains a read that already failed (``corrupt_store``), or is checked
+twice, a moment apart, by ``looptrace compact`` before it opens the file. And reading the file here
+opens and closes a descriptor of it, which drops every POSIX lock this process holds on the file,
+DuckDB's included: never call it while this process has the store open.
 
 Layout (DuckDB's ``DatabaseHeader``, storage version 64+): after an 8-byte checksum, little-endian
 uint64 ``iteration``, ``meta_block``, ``free_list``, ``block_count``, ``block_alloc_size``, ... A
@@ -18,6 +23,7 @@ the file is left to DuckDB.
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 from .errors import StoreError
@@ -54,17 +60,17 @@ def cut_short(path: Path) -> tuple[int, int] | None:
     return (size, best[1]) if size < best[1] else None
 
 
-def check_whole(path: Path) -> None:
-    """Refuse a file shorter than its header says before DuckDB opens it: DuckDB would open it and
-    fail mid-query, after a command had started its output."""
+def check_whole(path: Path, *, settle: float = 0.5) -> None:
+    """Refuse a file shorter than its header says, twice ``settle`` seconds apart with the same size
+    (a checkpoint under way in another process ends well within that). Only before this process
+    opens the store (see above)."""
     short = cut_short(path)
-    if short is not None:
-        size, expected = short
-        raise StoreError(
-            f"{path}: not a readable looptrace store: the file is cut short ({size:,} of the {expected:,} bytes "
-            "its header names: truncated, or copied while it was written). Restore it from a whole copy; "
-            "it was not changed."
-        )
+    if short is None:
+        return
+    time.sleep(settle)
+    again = cut_short(path)
+    if again is not None and again == short:
+        raise _cut_short_error(path, *again)
 
 
 def is_corruption(exc: BaseException) -> bool:
@@ -76,6 +82,18 @@ def is_corruption(exc: BaseException) -> bool:
 
 
 def corrupt_store(path: Path, exc: BaseException) -> StoreError:
+    """The error for a damaged file; call it once this process's connection to it is closed."""
+    short = cut_short(path)
+    if short is not None:
+        return _cut_short_error(path, *short)
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return StoreError(f"{path}: not a readable looptrace store: the file is damaged ({first}). Restore it from a "
                       "whole copy; it was not changed.")
+
+
+def _cut_short_error(path: Path, size: int, expected: int) -> StoreError:
+    return StoreError(
+        f"{path}: not a readable looptrace store: the file is cut short ({size:,} of the {expected:,} bytes "
+        "its header names: truncated, or copied while it was written). Restore it from a whole copy; "
+        "it was not changed."
+    )

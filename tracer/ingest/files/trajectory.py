@@ -20,13 +20,19 @@ from typing import Any
 
 from ...records.text import clean_text, to_json
 
-__all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "trajectory_rows", "estimate_tokens"]
+__all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "imported_run_id", "trajectory_rows", "estimate_tokens"]
 
 
 def estimate_tokens(text_chars: int) -> int:
     """Tokens from characters when a source records none: 4 characters a token, the usual rule of
     thumb for English text and code with BPE tokenizers (documented in docs/schema.md)."""
     return (text_chars + 3) // 4
+
+
+def imported_run_id(origin: str, key: str) -> str:
+    """The id of the run ``key`` of ``origin``: how a file can name a run of another file whose origin
+    it knows (a forked session names its origin session)."""
+    return hashlib.sha256(f"{origin}\0{key}".encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -47,6 +53,7 @@ class ImportedStep:
     ended_at: datetime | None = None
     agent: str | None = None  # in a multi-agent log, the agent whose turn this is
     role: str | None = None  # the speaker as the log wrote it, when it says more (``Orchestrator (thought)``)
+    events: list[dict[str, Any]] = field(default_factory=list)  # ``{name, time, attributes}`` the file records
 
 
 @dataclass
@@ -86,9 +93,10 @@ class Trajectory:
     llm_calls: list[ImportedLLMCall] = field(default_factory=list)
     origin: str = ""  # what the run id hashes: the content digest, or a namespace for a source-made id
     parent_key: str | None = None  # the key of the run (in the same file) this one is a sub-run of
+    forked_from: str | None = None  # the run id of the run this one was forked from (another file's)
 
     def _id(self, key: str) -> str:
-        return hashlib.sha256(f"{self.origin or self.source}\0{key}".encode()).hexdigest()[:32]
+        return imported_run_id(self.origin or self.source, key)
 
     @property
     def run_id(self) -> str:
@@ -99,12 +107,14 @@ class Trajectory:
         return None if self.parent_key is None else self._id(self.parent_key)
 
 
-def _agent_event(s: ImportedStep) -> str | None:
-    """A multi-agent step names its agent in an ``agent`` event (steps have no agent column)."""
-    if s.agent is None:
-        return None
-    attributes = {"agent": s.agent, **({"role": s.role} if s.role else {})}
-    return to_json([{"name": "agent", "time": None, "attributes": attributes}])
+def _step_events(s: ImportedStep) -> str | None:
+    """A multi-agent step names its agent in an ``agent`` event (steps have no agent column); other
+    events are the file's own (a response's full token usage)."""
+    events = list(s.events)
+    if s.agent is not None:
+        attributes = {"agent": s.agent, **({"role": s.role} if s.role else {})}
+        events.insert(0, {"name": "agent", "time": None, "attributes": attributes})
+    return to_json(events) if events else None
 
 
 def _text(value: Any) -> str | None:
@@ -116,7 +126,7 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
     run = {
         "run_id": run_id, "recorded_at": imported_at, "source": t.source, "agent": t.agent, "task": _text(t.task),
         "model": t.model, "strategy": None, "status": t.status, "answer": _text(t.answer), "error": _text(t.error),
-        "parent_run_id": t.parent_run_id, "started_at": t.started_at, "ended_at": t.ended_at,
+        "parent_run_id": t.parent_run_id, "forked_from": t.forked_from, "started_at": t.started_at, "ended_at": t.ended_at,
         "attributes": to_json(t.attributes) if t.attributes else None,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd,
     }
@@ -127,7 +137,7 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
             "run_id": run_id, "step": s.step, "started_at": s.started_at, "ended_at": s.ended_at,
             "thought": _text(s.thought),
             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "context_tokens": s.context_tokens,
-            "cost_usd": None, "events": _agent_event(s), "span_id": None,
+            "cost_usd": None, "events": _step_events(s), "span_id": None,
         })
         if row["thought"] is None and s.thought:
             row["thought"] = _text(s.thought)

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DB ?= demo.duckdb
 
-.PHONY: demo test test-fast bench lint clean chromium codex-cli
+.PHONY: demo test test-fast bench lint clean chromium agent-clis
 
 # `make demo` installs looptrace alone; `make test` adds the test extras (the real frameworks, Inspect,
 # mini-swe-agent and Playwright the tests drive) and the scale extra (pyiceberg, Ray: tests/test_catalog*.py),
@@ -39,28 +39,31 @@ chromium:
 	         "requires the browser tests" >&2; rm -f $$log; exit 1;; \
 	  esac; rm -f $$log; }
 
-# The Codex CLI (OpenAI's npm package, its native binary inside) writes the rollouts the Codex importer is
-# tested on, offline against a scripted model (tests/codex_writer.py). Installed into build/npm where npm
-# exists; elsewhere those tests skip and say why. Under CI=true they are required: a failed install fails here.
+# The coding-agent CLIs whose logs the Codex and Gemini importers are tested on (tests/codex_writer.py,
+# tests/gemini_writer.py): OpenAI's and Google's npm packages, driven offline by a scripted model. Installed
+# together into build/npm where npm exists (one install: npm prunes what a later --no-save install does not
+# name); elsewhere those tests skip and say why. Under CI=true they are required: a failed install fails here.
 CODEX_CLI_VERSION := 0.169.0
-CODEX_NPM := build/npm
-codex-cli:
-	@grep -qs '"version": "$(CODEX_CLI_VERSION)"' $(CODEX_NPM)/node_modules/@openai/codex/package.json || { \
-	  log=$$(mktemp); mkdir -p $(CODEX_NPM); \
-	  npm install --prefix $(CODEX_NPM) --no-save --no-audit --no-fund --loglevel=error \
-	    @openai/codex@$(CODEX_CLI_VERSION) >$$log 2>&1 || \
+GEMINI_CLI_VERSION := 0.61.0
+AGENT_CLIS := build/npm
+agent-clis:
+	@grep -qs '"version": "$(CODEX_CLI_VERSION)"' $(AGENT_CLIS)/node_modules/@openai/codex/package.json && \
+	 grep -qs '"version": "$(GEMINI_CLI_VERSION)"' $(AGENT_CLIS)/node_modules/@google/gemini-cli/package.json || { \
+	  log=$$(mktemp); mkdir -p $(AGENT_CLIS); \
+	  npm install --prefix $(AGENT_CLIS) --no-save --no-audit --no-fund --loglevel=error \
+	    @openai/codex@$(CODEX_CLI_VERSION) @google/gemini-cli@$(GEMINI_CLI_VERSION) >$$log 2>&1 || \
 	  case "$${CI:-}" in \
-	    ""|0|false) echo "the Codex CLI could not be installed (npm missing or failed): its importer tests will skip";; \
-	    *) cat $$log >&2; echo "error: the Codex CLI could not be installed (npm failed above), and CI=$$CI" \
-	         "requires its importer tests" >&2; rm -f $$log; exit 1;; \
+	    ""|0|false) echo "the agent CLIs could not be installed (npm missing or failed): their importer tests will skip";; \
+	    *) cat $$log >&2; echo "error: the agent CLIs could not be installed (npm failed above), and CI=$$CI" \
+	         "requires their importer tests" >&2; rm -f $$log; exit 1;; \
 	  esac; rm -f $$log; }
 
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
-test: $(TEST_STAMP) chromium codex-cli
+test: $(TEST_STAMP) chromium agent-clis
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
-test-fast: $(TEST_STAMP) chromium codex-cli
+test-fast: $(TEST_STAMP) chromium agent-clis
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py); the scale

@@ -1,6 +1,6 @@
 """Real Codex CLI rollouts, written offline: `codex exec` against looptrace's scripted Responses API.
 
-The CLI is OpenAI's own npm package (`@openai/codex`, pinned below and in the Makefile's `codex-cli`
+The CLI is OpenAI's own npm package (`@openai/codex`, pinned below and in the Makefile's `agent-clis`
 target, which installs it into build/npm). Each scenario runs `codex exec "task"` with its own
 working folder and one shared CODEX_HOME, as a user's `~/.codex` would be shared, whose
 `config.toml` names a custom model provider (`wire_api = "responses"`, `base_url` on 127.0.0.1), no
@@ -48,14 +48,14 @@ def missing_reason() -> str | None:
     """Why the pinned CLI cannot run here, or None."""
     if not CODEX_BIN.exists():
         return (f"the Codex CLI is not installed at {CODEX_BIN.relative_to(ROOT)} "
-                "(`make codex-cli` installs @openai/codex with npm; npm is missing or failed)")
+                "(`make agent-clis` installs @openai/codex with npm; npm is missing or failed)")
     try:
         done = subprocess.run([str(CODEX_BIN), "--version"], capture_output=True, text=True, timeout=60)
     except OSError as exc:
         return f"the Codex CLI at {CODEX_BIN} does not start: {exc}"
     if CODEX_VERSION not in done.stdout:
         found = done.stdout.strip() or done.stderr.strip()
-        return f"{CODEX_BIN} is {found!r}, not {CODEX_VERSION}: run `make codex-cli`"
+        return f"{CODEX_BIN} is {found!r}, not {CODEX_VERSION}: run `make agent-clis`"
     return None
 
 

@@ -2,7 +2,7 @@
 
 `tests/codex_writer.py` runs `codex exec` offline against the scripted Responses API on 127.0.0.1:
 a normal session, one stuck on the same failing command, one whose model calls all fail, one
-interrupted with SIGINT mid-command, one resumed, one forked. The CLI is installed by `make codex-cli`
+interrupted with SIGINT mid-command, one resumed, one forked. The CLI is installed by `make agent-clis`
 (npm); where it is missing these tests skip with the reason, and under CI=true they are required
 (README, "What CI requires").
 """
@@ -202,5 +202,5 @@ def test_a_rollout_without_usage_records_takes_each_responses_token_count(
 def test_the_makefile_installs_the_version_the_writer_pins() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert f"CODEX_CLI_VERSION := {codex_writer.CODEX_VERSION}\n" in makefile
-    assert re.search(r"^test: .*\bcodex-cli\b", makefile, re.M)
+    assert re.search(r"^test: .*\bagent-clis\b", makefile, re.M)
     assert os.fspath(codex_writer.CODEX_BIN).endswith("build/npm/node_modules/.bin/codex")

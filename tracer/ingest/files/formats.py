@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import (agentchat, claude_code, codex_cli, crewai_log, generic_chat, inspect_log, minisweagent, openai_chat,
-               openhands, sweagent)
+from . import (agentchat, claude_code, codex_cli, crewai_log, gemini_cli, generic_chat, inspect_log, minisweagent,
+               openai_chat, openhands, sweagent)
 from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
 from .registry import plugins
@@ -59,6 +59,7 @@ DESCRIPTIONS: dict[str, str] = {
     "crewai": "CrewAI task logs (Crew(output_log_file=...json)), each agent's tasks also a sub-run",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
     "codex-cli": "OpenAI Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), one run per session",
+    "gemini-cli": "Google Gemini CLI session logs (~/.gemini/tmp/*/chats/session-*.jsonl), one run per session",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
     "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "
                  "mapped as OTLP",
@@ -102,16 +103,19 @@ def read_lines(path: Path) -> list[Any]:
 SESSIONS: dict[str, Callable[[list[Any], Path], list[Trajectory]]] = {
     "claude-code": claude_code.parse_entries,
     codex_cli.FORMAT: codex_cli.parse_entries,
+    gemini_cli.FORMAT: gemini_cli.parse_entries,
 }
 
 
 def detect_lines(path: Path, entries: list[Any]) -> str:
-    """A session format (``claude-code``, ``codex-cli``), or the format every line has (each line a
+    """A session format (``claude-code``, ``codex-cli``, ``gemini-cli``), or the format every line has (each line a
     run), else ``unknown format``."""
     if claude_code.is_transcript(entries):
         return "claude-code"
     if codex_cli.is_rollout(entries):
         return codex_cli.FORMAT
+    if gemini_cli.is_session_log(entries):
+        return gemini_cli.FORMAT
     formats = set()
     for entry in entries[:20]:
         formats.add(detect(path, entry))

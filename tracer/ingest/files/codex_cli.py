@@ -35,8 +35,6 @@ from .values import iso_time, whole
 __all__ = ["AGENT", "FORMAT", "is_rollout", "parse_entries", "session_origin"]
 
 AGENT = FORMAT = "codex-cli"
-_KINDS = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "token_usage_record",
-                    "compacted", "world_state"})
 _OUTPUTS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _CHUNK_ID = re.compile(r"^Chunk ID: [0-9A-Za-z]+\n", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
@@ -45,12 +43,13 @@ _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens"
 
 
 def is_rollout(entries: list[Any]) -> bool:
-    """Lines shaped ``{timestamp, type, payload}`` with Codex's record types, one of them the session's
-    or a response item (a file cut before its first line is not a session)."""
+    """Lines shaped ``{timestamp, type, payload}``, one of them the session's or a response item.
+    Record types a newer CLI adds (0.169 added ``world_state``) are allowed and skipped."""
     head = entries[:20]
     return bool(head) and all(
-        isinstance(e, dict) and isinstance(e.get("payload"), dict) and "timestamp" in e and e.get("type") in _KINDS
-        for e in head) and any(e["type"] in ("session_meta", "response_item") for e in head)
+        isinstance(e, dict) and isinstance(e.get("payload"), dict) and "timestamp" in e
+        and isinstance(e.get("type"), str) for e in head) and any(
+        e["type"] in ("session_meta", "response_item") for e in head)
 
 
 def session_origin(session_id: str) -> str:

@@ -204,3 +204,17 @@ def test_the_makefile_installs_the_version_the_writer_pins() -> None:
     assert f"CODEX_CLI_VERSION := {codex_writer.CODEX_VERSION}\n" in makefile
     assert re.search(r"^test: .*\bagent-clis\b", makefile, re.M)
     assert os.fspath(codex_writer.CODEX_BIN).endswith("build/npm/node_modules/.bin/codex")
+
+
+def test_a_rollout_cut_off_mid_command_is_incomplete(written: codex_writer.Written, tmp_path: Path) -> None:
+    # What a session still running (or a CLI killed with -9) leaves: the lines up to the first call.
+    lines = written.sessions["normal"].read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if json.loads(line)["payload"].get("type") == "function_call")
+    (tmp_path / "rollout-cut.jsonl").write_text("\n".join(lines[:cut + 1]) + "\n")
+    db = tmp_path / "s.duckdb"
+    assert "runs imported: 1" in _import(db, tmp_path)
+    analyze_store(Store(db))
+    [(status, label, evidence)] = query(db, "SELECT r.status, d.label, CAST(d.evidence AS VARCHAR) FROM runs r "
+                                            "JOIN diagnoses d USING (run_id) WHERE d.is_primary")
+    assert (status, label) == ("incomplete", "incomplete")
+    assert json.loads(evidence)["reason"] == "stops mid-action"

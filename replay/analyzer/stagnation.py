@@ -4,8 +4,9 @@ The repeat rules themselves (the same action with no new outcome, the same tool 
 cycle, different actions with one answer) are defined once in the rules layer
 (``looptrace.tracer.rules``), where the loop's own stop and a live guard evaluate them too. This
 module turns a run's calls into the rules' plain ``Act`` values, picks the finding to report and
-writes its evidence: the steps, their tokens and cost, and whether the run ended in the streak or
-the agent recovered (``ends_run``; ``rules.diagnose`` makes a recovered loop a secondary finding).
+writes its evidence: the steps, their tokens and cost, and whether the run ended in the streak (no
+action after it: ``ends_run``) or the agent went on (``rules.diagnose`` makes a loop the agent
+recovered from a secondary finding).
 """
 
 from __future__ import annotations
@@ -56,10 +57,9 @@ def _tail(f: Finding, ends_run: bool) -> str:
 def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     actions = _actions(run)
     found = repeat_findings(acts_of(actions, t.near_same_min_bytes), t)
-    last = max((s.step for s in run.steps), default=0)
     f = _pick(found, "repeat")
     if f is not None:
-        a, ends = actions[f.start], f.last_step >= last
+        a, ends = actions[f.start], f.start + f.calls == len(actions)
         new = f.calls - f.no_progress + 1
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
@@ -70,7 +70,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
         )
     f = _pick(found, "cycle")
     if f is not None:
-        cycle, ends = actions[f.start:f.start + f.period], f.last_step >= last
+        cycle, ends = actions[f.start:f.start + f.period], f.start + f.calls == len(actions)
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
             f"A cycle of {f.period} actions ({'; '.join(describe_action(a) for a in cycle)}) repeated "
@@ -80,7 +80,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
         )
     f = _pick(found, "same_observation")
     if f is not None:
-        first, final, ends = actions[f.start], actions[f.start + f.calls - 1], f.last_step >= last
+        first, final, ends = actions[f.start], actions[f.start + f.calls - 1], f.start + f.calls == len(actions)
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
             f"{f.calls} actions in a row returned the same observation, from {describe_action(first)} "
@@ -91,8 +91,8 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     failing = [g for g in found if g.rule == "failing"]
     if failing:
         # The streak the run ended in, else the longest: the one a user must look at first.
-        f = max(failing, key=lambda g: (g.last_step >= last, g.calls, -g.start))
-        a, ends = actions[f.start], f.last_step >= last
+        f = max(failing, key=lambda g: (g.start + g.calls == len(actions), g.calls, -g.start))
+        a, ends = actions[f.start], f.start + f.calls == len(actions)
         same_args = len({x.action for x in actions[f.start:f.start + f.calls]}) == 1
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,

@@ -68,6 +68,9 @@ def answered(n: int = 3, last: str = "Here is the summary.") -> list[StepView]:
      run([act(1, tool=None, obs=None, text="FINAL ANSWER: 3"),
           act(2, tool=None, obs=None, text="Traceback (most recent call last):\nKeyError: 'x'")], "ok"), "error"),
     ("a crash long before the end is history", run([act(1, text="ValueError: x")] + answered(5)[1:], "ok"), "ok"),
+    ("a tool's exception the agent went on from is not a crash",
+     run([act(1), act(2, text="AgentToolExecutionError: Unknown tool x", is_error=True), act(3),
+          act(4, tool=None, obs=None, text="The answer is 3.")], "ok"), "ok"),
 ])
 def test_end_label(name: str, r: RunView, label: str) -> None:
     found = diagnose(r)

@@ -14,7 +14,8 @@ it is (``confidence``: ``high``, or ``medium`` when one piece of evidence is mis
   does not by itself prove a cut log when the source recorded success AND a final answer: a missing
   field lowers the confidence (``medium``) instead of flipping the verdict.
 - ``error``: the source's status says so (``error``, ``tool_error``), or a crash is written in the
-  run's error or in its last ``TAIL_STEPS`` steps, whichever agent wrote them (a traceback,
+  run's error, its last step, or a message (not a tool call's result) among its last ``TAIL_STEPS``
+  steps, whichever agent wrote it (a traceback,
   ``SomeError: ...``, an agent runtime's "Error processing publish message"), and no normal end is
   recorded after it. The evidence is the error line and its step.
 - ``incomplete``: no end is recorded: the run has no steps, its status says it never ended (a trace
@@ -87,6 +88,10 @@ def _crash(run: RunView) -> tuple[str, int | None] | None:
     for s in sorted(run.steps, key=lambda s: (-s.step, s.call_index)):
         if s.step <= last - TAIL_STEPS:
             break
+        # Before the last step, a tool call's failure is one the agent saw and went on from: only
+        # messages (an agent's, the runtime's) can say the run crashed there.
+        if s.step < last and s.tool is not None:
+            continue
         if (text := crash_text(s.end_text)) is not None:
             return text, s.step
     return None

@@ -74,12 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def findings_report(runs: Sequence[RunView], truth: dict[str, str]) -> str:
-    """Stagnation findings (primary or secondary) per label, for each ``fail_repeat_min`` of the grid:
+    """Stagnation findings (primary or secondary) per label, for each ``fail_repeat_min`` of the grid and 2:
     the labels score only the primary label, so this is where the threshold of the "repeated failing
     calls" finding, mostly secondary, shows its false alarms (findings on runs labelled ok)."""
     lines = ["stagnation findings, primary or secondary, by label (fail_repeat_min: runs with a 'failing' finding; "
              "runs labelled ok with any stagnation finding)"]
-    for n in GRID["fail_repeat_min"]:
+    for n in sorted({2, *GRID["fail_repeat_min"]}):  # 2: one below the grid, to show what it would cost
         t = replace(DEFAULT_THRESHOLDS, fail_repeat_min=n)  # type: ignore[arg-type]
         failing: Counter[str] = Counter()
         alarms = []

@@ -29,6 +29,7 @@ failure rules explain them, and this module says nothing. Pure functions over ``
 from __future__ import annotations
 
 import json
+from itertools import takewhile
 
 from .markers import ERROR_MARKERS, EXCEPTION_LINE, STATUS_MARKERS, TAIL_STEPS, find_markers, is_end_tool
 from .views import Diagnosis, RunView, StepView
@@ -59,10 +60,12 @@ def crash_text(text: str | None) -> str | None:
 
 
 def _final(run: RunView) -> tuple[int | None, list[StepView]]:
+    """The last step number and its calls (``run.steps`` are in order of step and call)."""
     if not run.steps:
         return None, []
-    last = max(s.step for s in run.steps)
-    return last, [s for s in run.steps if s.step == last]
+    last = run.steps[-1].step
+    final = list(takewhile(lambda s: s.step == last, reversed(run.steps)))
+    return last, final[::-1]
 
 
 def _waiting(final: list[StepView]) -> StepView | None:
@@ -72,20 +75,20 @@ def _waiting(final: list[StepView]) -> StepView | None:
 
 
 def end_call(run: RunView) -> StepView | None:
-    """The run's last action, if it is a call of an end tool that did not fail."""
-    last = max((s for s in run.steps if s.tool is not None), key=lambda s: (s.step, s.call_index), default=None)
+    """The run's last action, if it is a call of an end tool that did not fail (``run.steps`` are in
+    order of step and call, as ``load_runs`` gives them)."""
+    last = next((s for s in reversed(run.steps) if s.tool is not None), None)
     return last if last is not None and is_end_tool(last.tool) and not last.is_error else None
 
 
-def _crash(run: RunView) -> tuple[str, int | None] | None:
+def _crash(run: RunView, last: int | None) -> tuple[str, int | None] | None:
     """(the crash line, its step): from the run's error, else the latest of its last steps that holds one."""
-    last, _ = _final(run)
     text = crash_text(run.error)
     if text:
         return text, last
     if last is None:
         return None
-    for s in sorted(run.steps, key=lambda s: (-s.step, s.call_index)):
+    for s in reversed(run.steps):
         if s.step <= last - TAIL_STEPS:
             break
         # Before the last step, a tool call's failure is one the agent saw and went on from: only
@@ -147,7 +150,7 @@ def run_end(run: RunView) -> Diagnosis | None:
     last, final = _final(run)
     if run.status in STATUS_MARKERS:
         return None
-    crash = _crash(run)
+    crash = _crash(run, last)
     if run.status in ERROR_STATUSES or (crash and normal_end(run, since=crash[1]) is None):
         text, where = crash if crash else ((run.error or "")[:_TEXT] or None, last)
         return Diagnosis("error", where, where,

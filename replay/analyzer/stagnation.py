@@ -27,9 +27,12 @@ def _actions(run: RunView) -> list[StepView]:
 def acts_of(actions: Sequence[StepView], near_min_bytes: int) -> list[Act]:
     """Each call as the rules read it: action key, outcome key (near-same when the observation is at
     least ``near_min_bytes`` long, as ``rules.outcome_key`` decides), failure, tool, spend, size."""
-    return [Act(a.step, a.action,
-                a.near_key if a.near_key is not None and a.observation_bytes >= near_min_bytes else a.observation_key,
-                a.is_error, a.tool, a.tokens, a.cost_usd, a.observation_bytes) for a in actions]
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs once per action of every run.
+    new = tuple.__new__
+    return [new(Act, (a.step, a.action,
+                      a.near_key if a.near_key is not None and a.observation_bytes >= near_min_bytes
+                      else a.observation_key, a.is_error, a.tool, a.tokens, a.cost_usd, a.observation_bytes))
+            for a in actions]
 
 
 def _pick(found: list[Finding], rule: str) -> Finding | None:

@@ -10,18 +10,25 @@ tool call, of the step it started in.
 A call to a tool the request did not declare is ``tool_not_found``; when the request's tools were not
 recorded, the framework's own words ("Unknown tool ...", in the result or in an exception event of the
 run's spans) are the evidence. A framework's final-answer tool ends the run: its answer becomes the run's
-answer, and it is not a tool step.
+answer, and it is not a tool step. A failed call's observation is its error, when no result was recorded.
+
+A model turn with no tool calls, followed by tool spans or sub-agent runs before the next model call, is a
+code action (``code_actions.py``): what its code called are its tool calls.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...records import conventions as c
 from ...records.spans import PlainSpan, ts
-from .attributes import _tool_call, _unwrapped, _OUTPUT, _TOOL_CALL_ID, _TOOL_NAME, _first, _json_text, _loads, _text, _tool_name_from
+from .attributes import (
+    _INPUT, _OUTPUT, _TOOL_CALL_ID, _error_text, _first, _json_text, _loads, _message_text, _parameter_names,
+    _span_tool_name, _text, _tool_call, _unwrapped,
+)
+from .code_actions import code_step_rows, final_of
 from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, final_answer, is_unknown_tool
 from .messages import Exchange, ToolCall
 
@@ -44,16 +51,12 @@ def _tool_id(span: PlainSpan) -> str | None:
     return str(value) if value is not None else None
 
 
-def _tool_name(span: PlainSpan) -> str:
-    return str(_first(span.attributes, _TOOL_NAME) or _tool_name_from(span.name))
-
-
 def _match(call: ToolCall, tools: list[PlainSpan], start: int, end: int | None) -> PlainSpan | None:
     """The tool span that ran ``call`` (removed from ``tools``): same id, else the first of its name
     that started within the step."""
     found = next((t for t in tools if call.id is not None and _tool_id(t) == call.id), None)
     if found is None:
-        found = next((t for t in tools if _tool_id(t) is None and _tool_name(t) == call.name
+        found = next((t for t in tools if _tool_id(t) is None and _span_tool_name(t) == call.name
                       and (t.start_ns or 0) >= start and (end is None or (t.start_ns or 0) < end)), None)
     if found is not None:
         tools.remove(found)
@@ -80,10 +83,17 @@ def _error_type(call: ToolCall, x: Exchange, observation: str | None, span: Plai
     return None
 
 
+def _within(span: PlainSpan, start: int, end: int | None) -> bool:
+    return start <= (span.start_ns or 0) and (end is None or (span.start_ns or 0) < end)
+
+
 def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exchange],
-              tools: Sequence[PlainSpan], evidence: Sequence[str],
-              moved: dict[str, set[str]]) -> tuple[list[dict[str, Any]], tuple[bool, Any]]:
-    """The run's tool_call_records rows, and (True, the answer) if a final-answer tool ended it."""
+              tools: Sequence[PlainSpan], evidence: Sequence[str], moved: dict[str, set[str]],
+              subruns: Sequence[PlainSpan] = (), step_spans: Mapping[str, PlainSpan] | None = None,
+              ) -> tuple[list[dict[str, Any]], tuple[bool, Any]]:
+    """The run's tool_call_records rows, and (True, the answer) if a final-answer tool ended it.
+    ``subruns`` are the spans of the sub-agent runs it started outside any tool span, ``step_spans`` the
+    framework's step span around each model call (by the model span's id), where it has one."""
     unmatched = sorted(tools, key=lambda t: (t.start_ns or 0, t.span_id))
     rows: list[dict[str, Any]] = []
     answer: tuple[bool, Any] = (False, None)
@@ -91,6 +101,16 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
         start = model.start_ns or 0
         end = models[i + 1].start_ns if i + 1 < len(models) else None
         index = 0
+        if not x.tool_calls:  # a code action, if its code ran anything (code_actions.py)
+            ran = [t for t in unmatched if _within(t, start, end)]
+            code_rows, done = code_step_rows(run_id, i + 1, model, _message_text(x.output), ran,
+                                             [r for r in subruns if _within(r, start, end)],
+                                             (step_spans or {}).get(model.span_id), end is None, moved)
+            for t in ran:
+                unmatched.remove(t)
+            rows.extend(code_rows)
+            answer = done if done[0] else answer
+            continue
         for call in x.tool_calls:
             span = _match(call, unmatched, start, end)
             arguments = _loads(call.arguments) if call.arguments is not None else None
@@ -104,12 +124,15 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
                 observation = _span_result(span)
             if span is not None:
                 moved.setdefault(span.span_id, set()).update(
-                    k for k in (*_OUTPUT, "input.value", c.GEN_AI_TOOL_CALL_ARGUMENTS) if k in span.attributes)
+                    k for k in (*_OUTPUT, "input.value", *_INPUT[:2]) if k in span.attributes)
             args = call.arguments
             if args is None and span is not None:
-                raw = _first(span.attributes, ("gen_ai.tool.call.arguments", "input.value"))
-                args = _json_text(_unwrapped(raw, ARGUMENT_WRAPPERS)) if raw is not None else None
+                raw = _first(span.attributes, _INPUT)
+                names = _parameter_names(span.attributes)
+                args = _json_text(_unwrapped(raw, ARGUMENT_WRAPPERS, names)) if raw is not None else None
             error_type = _error_type(call, x, observation, span, evidence)
+            if observation is None and span is not None and error_type not in (None, c.TOOL_NOT_FOUND):
+                observation = _error_text(span)  # what failed, where the framework kept no result
             if observation is None and error_type == c.TOOL_NOT_FOUND:  # what the framework told the model
                 observation = next((t for t in evidence if is_unknown_tool(t, call.name)), None)
             rows.append({
@@ -127,5 +150,7 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
         step = max(1, bisect.bisect_right(starts, span.start_ns or 0))
         index = sum(1 for r in rows if r["step"] == step)
         rows.append(_tool_call(span, run_id, step, index, moved.setdefault(span.span_id, set())))
+        done, value = final_of(rows[-1], span)
+        answer = (True, value) if done else answer
     rows.sort(key=lambda r: (r["step"], r["call_index"]))
     return rows, answer

@@ -9,6 +9,8 @@ CLIENT is one of ``CLIENTS``. MODEL_URL is a scripted Chat Completions server's 
   ``ToolCallingAgent`` (``file_agent``), then a tool with a positional argument, then ``final_answer("...")``.
   The sub-agent calls ``read_file`` on a missing file three times in a row (the tool raises), then reads
   the notes and answers: a loop it recovered from.
+- ``smolagents-tool-manager``: the same managed agent and loop under a ``ToolCallingAgent`` manager, which
+  calls ``file_agent`` as a tool call of its message, then ``final_answer``.
 - ``smolagents-code``: a ``CodeAgent`` alone on the small task (read a.txt, read b.txt, answer).
 - ``any-agent-tinyagent``, ``any-agent-langchain``: any-agent's own tracing (``gen_ai.tool.args``,
   ``gen_ai.output``) on the small task, on its TinyAgent and its LangChain (LangGraph) agent.
@@ -59,6 +61,10 @@ def _calls(name: str, args: dict[str, Any]) -> dict[str, Any]:
 def managed_script(body: dict[str, Any]) -> dict[str, Any]:
     if not body.get("tools"):  # the CodeAgent manager asks for text
         return _code_turn(body, MANAGER_CODE)
+    if any(t.get("function", {}).get("name") == "file_agent" for t in body["tools"]):  # a ToolCallingAgent manager
+        if "Observation:" not in _texts(body):
+            return _calls("file_agent", {"task": MANAGED_TASK})
+        return _calls("final_answer", {"answer": NOTES})
     # The ToolCallingAgent folds each earlier step into the request as an observation or an error.
     text = _texts(body)
     done = text.count("Observation:") + text.count("Now let's retry")
@@ -119,6 +125,15 @@ def smolagents_managed(url: str) -> None:
     manager.run("Tell me what the notes say.")
 
 
+def smolagents_tool_manager(url: str) -> None:
+    import smolagents
+    model = _smolagents_model(url)
+    file_agent = smolagents.ToolCallingAgent(tools=[smolagents.tool(read_file)], model=model, max_steps=8,
+                                             name="file_agent", description="Reads files.")
+    manager = smolagents.ToolCallingAgent(tools=[], model=model, managed_agents=[file_agent], max_steps=6)
+    manager.run("Tell me what the notes say.")
+
+
 def smolagents_code(url: str) -> None:
     import smolagents
     agent = smolagents.CodeAgent(tools=[smolagents.tool(read_file)], model=_smolagents_model(url), max_steps=6)
@@ -146,12 +161,14 @@ def any_agent_langchain(url: str) -> None:
 
 CLIENTS: dict[str, Callable[[str], None]] = {
     "smolagents-managed": smolagents_managed,
+    "smolagents-tool-manager": smolagents_tool_manager,
     "smolagents-code": smolagents_code,
     "any-agent-tinyagent": any_agent_tinyagent,
     "any-agent-langchain": any_agent_langchain,
 }
 SCRIPTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "smolagents-managed": managed_script, "smolagents-code": small_script,
+    "smolagents-managed": managed_script, "smolagents-tool-manager": managed_script,
+    "smolagents-code": small_script,
     "any-agent-tinyagent": small_script, "any-agent-langchain": small_script,
 }
 

@@ -72,26 +72,33 @@ def _calls(db: Path, run_id: str) -> list[tuple[Any, ...]]:
 # -- a CodeAgent with a managed agent ------------------------------------------------------------------
 
 
+# Every manager step is an action: its code's calls, with the arguments the code passed (positional ones
+# under the tool's parameter names) and what came back (the managed agent's run: its answer). A
+# ToolCallingAgent manager calls the managed agent from its message; its final_answer is no tool step.
+MANAGER_CALLS = {
+    "smolagents-managed": [(1, "file_agent", {"task": MANAGED_TASK}, NOTES, False),
+                           (2, "word_count", {"text": NOTES}, "4", False),
+                           (3, "final_answer", {"answer": NOTES}, NOTES, False)],
+    "smolagents-tool-manager": [(1, "file_agent", {"task": MANAGED_TASK}, NOTES, False)],
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["live", "span-tree"])
-def test_managed_code_agent(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("client,mode", [("smolagents-managed", "live"), ("smolagents-managed", "span-tree"),
+                                         ("smolagents-tool-manager", "span-tree")])
+def test_managed_agent(client: str, mode: str, tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    _run("tests.codeact_agent", "smolagents-managed", managed_script, db, mode, tmp_path)
+    _run("tests.codeact_agent", client, managed_script, db, mode, tmp_path)
     runs = query(db, "SELECT run_id, parent_run_id, answer, n_steps FROM runs ORDER BY parent_run_id NULLS FIRST")
     assert len(runs) == 2, runs
     (manager, no_parent, answer, n_manager), (sub, parent, sub_answer, _) = runs
     assert (no_parent, parent) == (None, manager)  # the sub-run links to the manager
     assert (answer, sub_answer) == (NOTES, NOTES)
-    # Every manager step is an action: its code's calls, with the arguments the code passed (positional
-    # ones under the tool's parameter names) and what came back (the managed agent's run: its answer).
-    assert [c[:5] for c in _calls(db, manager)] == [
-        (1, "file_agent", {"task": MANAGED_TASK}, NOTES, False),
-        (2, "word_count", {"text": NOTES}, "4", False),
-        (3, "final_answer", {"answer": NOTES}, NOTES, False),
-    ]
-    assert n_manager == 3
-    thoughts = query(db, "SELECT step, thought FROM steps WHERE run_id = ? ORDER BY step", [manager])
-    assert all("<code>" in t for _, t in thoughts), thoughts  # the code itself, as the model wrote it
+    assert [c[:5] for c in _calls(db, manager)] == MANAGER_CALLS[client]
+    if client == "smolagents-managed":
+        assert n_manager == 3
+        thoughts = query(db, "SELECT step, thought FROM steps WHERE run_id = ? ORDER BY step", [manager])
+        assert all("<code>" in t for _, t in thoughts), thoughts  # the code itself, as the model wrote it
     # The recovered loop: three identical failing calls, one action key, the error as their observation.
     calls = _calls(db, sub)
     failing = calls[:3]

@@ -89,10 +89,11 @@ MANAGER_CALLS = {
 def test_managed_agent(client: str, mode: str, tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     _run("tests.codeact_agent", client, managed_script, db, mode, tmp_path)
-    runs = query(db, "SELECT run_id, parent_run_id, answer, n_steps FROM runs ORDER BY parent_run_id NULLS FIRST")
+    runs = query(db, "SELECT run_id, parent_run_id, answer, n_steps, agent FROM runs "
+                     "ORDER BY parent_run_id NULLS FIRST")
     assert len(runs) == 2, runs
-    (manager, no_parent, answer, n_manager), (sub, parent, sub_answer, _) = runs
-    assert (no_parent, parent) == (None, manager)  # the sub-run links to the manager
+    (manager, no_parent, answer, n_manager, _), (sub, parent, sub_answer, _, sub_agent) = runs
+    assert (no_parent, parent, sub_agent) == (None, manager, "file_agent")  # the sub-run links to the manager
     assert (answer, sub_answer) == (NOTES, NOTES)
     assert [c[:5] for c in _calls(db, manager)] == MANAGER_CALLS[client]
     if client == "smolagents-managed":

@@ -29,7 +29,7 @@ from ...records import conventions as c
 from ...records.spans import PlainSpan, rows_for_spans, ts
 from ...records.requests import RequestLog
 from ...records.text import to_json
-from .frameworks import is_envelope, is_graph_node
+from .frameworks import agent_called, is_envelope, is_graph_node
 from .messages import Exchange, exchange_of, fill_outputs
 from .code_actions import final_of
 from .steps import evidence_of, tool_rows
@@ -247,7 +247,8 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     s = run.span
     a: Mapping[str, Any] = s.attributes if s is not None else {}
     service = next((x.resource.get("service.name") for x in spans if x.resource.get("service.name")), None)
-    named = s.name if s is not None and run.role is not None else None  # an agent's span is named for it
+    # An agent's span is named for it (smolagents: "file_agent.run", the agent its manager calls "file_agent").
+    named = agent_called(s.name, {}, ()) if s is not None and run.role is not None else None
     ended = s is not None and s.end_ns is not None
     failed = ended and s is not None and s.status_code == "ERROR"
     starts = [x.start_ns for x in run.calls if x.start_ns]

@@ -12,6 +12,8 @@ CLIENT is one of ``CLIENTS``. MODEL_URL is a scripted Chat Completions server's 
 - ``smolagents-tool-manager``: the same managed agent and loop under a ``ToolCallingAgent`` manager, which
   calls ``file_agent`` as a tool call of its message, then ``final_answer``.
 - ``smolagents-code``: a ``CodeAgent`` alone on the small task (read a.txt, read b.txt, answer).
+- ``smolagents-code-loop``: a ``CodeAgent`` whose code first calls nothing, then reads the missing file three
+  times in a row (the code fails each time), then the notes, then answers.
 - ``any-agent-tinyagent``, ``any-agent-langchain``: any-agent's own tracing (``gen_ai.tool.args``,
   ``gen_ai.output``) on the small task, on its TinyAgent and its LangChain (LangGraph) agent.
 
@@ -41,6 +43,8 @@ MANAGER_CODE = [
     f'print(word_count("{NOTES}"))',
     f'final_answer("{NOTES}")',
 ]
+LOOP_CODE = ['print("looking")', *['print(read_file("missing.txt"))'] * MISSING_TRIES,
+             'print(read_file("notes.txt"))', f'final_answer("{NOTES}")']
 SMALL_CODE = ['print(read_file("a.txt"))', 'print(read_file(path="b.txt"))', f'final_answer("{ANSWER}")']
 
 
@@ -73,6 +77,10 @@ def managed_script(body: dict[str, Any]) -> dict[str, Any]:
     if done == MISSING_TRIES:
         return _calls("read_file", {"path": "notes.txt"})
     return _calls("final_answer", {"answer": NOTES})
+
+
+def loop_script(body: dict[str, Any]) -> dict[str, Any]:
+    return _code_turn(body, LOOP_CODE)
 
 
 def small_script(body: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +144,7 @@ def smolagents_tool_manager(url: str) -> None:
 
 def smolagents_code(url: str) -> None:
     import smolagents
-    agent = smolagents.CodeAgent(tools=[smolagents.tool(read_file)], model=_smolagents_model(url), max_steps=6)
+    agent = smolagents.CodeAgent(tools=[smolagents.tool(read_file)], model=_smolagents_model(url), max_steps=8)
     agent.run(TASK)
 
 
@@ -163,12 +171,13 @@ CLIENTS: dict[str, Callable[[str], None]] = {
     "smolagents-managed": smolagents_managed,
     "smolagents-tool-manager": smolagents_tool_manager,
     "smolagents-code": smolagents_code,
+    "smolagents-code-loop": smolagents_code,
     "any-agent-tinyagent": any_agent_tinyagent,
     "any-agent-langchain": any_agent_langchain,
 }
 SCRIPTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "smolagents-managed": managed_script, "smolagents-tool-manager": managed_script,
-    "smolagents-code": small_script,
+    "smolagents-code": small_script, "smolagents-code-loop": loop_script,
     "any-agent-tinyagent": small_script, "any-agent-langchain": small_script,
 }
 

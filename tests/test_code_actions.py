@@ -37,7 +37,7 @@ from looptrace.tracer.ingest.otlp.receiver import OtlpReceiver
 from looptrace.tracer.records.actions import call_key
 from looptrace.tracer.records.spans import PlainSpan
 
-from .codeact_agent import ANSWER, MANAGED_TASK, NOTES, managed_script, small_script
+from .codeact_agent import ANSWER, MANAGED_TASK, NOTES, loop_script, managed_script, small_script
 from .conftest import ROOT, python_env, query
 
 MISSING_ERROR = "FileNotFoundError: No such file: missing.txt"
@@ -106,6 +106,26 @@ def test_managed_agent(client: str, mode: str, tmp_path: Path) -> None:
     assert [c[:5] for c in failing] == [(s, "read_file", {"path": "missing.txt"}, MISSING_ERROR, True) for s in (1, 2, 3)]
     assert len({c[5] for c in failing}) == 1 and failing[0][5] == call_key("read_file", {"path": "missing.txt"})
     assert calls[3][:5] == (4, "read_file", {"path": "notes.txt"}, NOTES, False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["live", "span-tree"])
+def test_code_agent_repeating_failing_code(mode: str, tmp_path: Path) -> None:
+    """Code that called nothing is the interpreter's call; the same failing code three times is three calls
+    of one action with the error (and its type, from the span's exception event) as what came back."""
+    db = tmp_path / "store.duckdb"
+    _run("tests.codeact_agent", "smolagents-code-loop", loop_script, db, mode, tmp_path)
+    [(run_id, answer)] = query(db, "SELECT run_id, answer FROM runs")
+    rows = query(db, "SELECT step, tool, CAST(args AS VARCHAR), observation, error_type, action_key FROM tool_calls "
+                     "WHERE run_id = ? ORDER BY step, call_index", [run_id])
+    assert answer == NOTES
+    assert [(s, t, json.loads(a)) for s, t, a, *_ in rows] == [
+        (1, fw.CODE_TOOL, {"code": 'print("looking")'}),
+        *((s, "read_file", {"path": "missing.txt"}) for s in (2, 3, 4)),
+        (5, "read_file", {"path": "notes.txt"}), (6, "final_answer", {"answer": NOTES})]
+    assert rows[0][3].startswith("Execution logs:\nlooking")  # what running the code printed
+    assert {(obs, err, key) for *_, obs, err, key in rows[1:4]} == {
+        (MISSING_ERROR, "FileNotFoundError", call_key("read_file", {"path": "missing.txt"}))}
 
 
 # -- the same small task on seven agents ---------------------------------------------------------------

@@ -12,6 +12,7 @@ CLIENT is one of ``CLIENTS``. MODEL_URL is a scripted Chat Completions server's 
 - ``smolagents-tool-manager``: the same managed agent and loop under a ``ToolCallingAgent`` manager, which
   calls ``file_agent`` as a tool call of its message, then ``final_answer``.
 - ``smolagents-code``: a ``CodeAgent`` alone on the small task (read a.txt, read b.txt, answer).
+- ``smolagents-code-unknown``: a ``CodeAgent`` whose code calls a tool it lacks, then answers.
 - ``smolagents-code-loop``: a ``CodeAgent`` whose code first calls nothing, then reads the missing file three
   times in a row (the code fails each time), then the notes, then answers.
 - ``any-agent-tinyagent``, ``any-agent-langchain``: any-agent's own tracing (``gen_ai.tool.args``,
@@ -45,6 +46,7 @@ MANAGER_CODE = [
 ]
 LOOP_CODE = ['print("looking")', *['print(read_file("missing.txt"))'] * MISSING_TRIES,
              'print(read_file("notes.txt"))', f'final_answer("{NOTES}")']
+UNKNOWN_CODE = ['delete_everything(force=True)', f'final_answer("{NOTES}")']
 SMALL_CODE = ['print(read_file("a.txt"))', 'print(read_file(path="b.txt"))', f'final_answer("{ANSWER}")']
 
 
@@ -81,6 +83,10 @@ def managed_script(body: dict[str, Any]) -> dict[str, Any]:
 
 def loop_script(body: dict[str, Any]) -> dict[str, Any]:
     return _code_turn(body, LOOP_CODE)
+
+
+def unknown_script(body: dict[str, Any]) -> dict[str, Any]:
+    return _code_turn(body, UNKNOWN_CODE)
 
 
 def small_script(body: dict[str, Any]) -> dict[str, Any]:
@@ -172,12 +178,14 @@ CLIENTS: dict[str, Callable[[str], None]] = {
     "smolagents-tool-manager": smolagents_tool_manager,
     "smolagents-code": smolagents_code,
     "smolagents-code-loop": smolagents_code,
+    "smolagents-code-unknown": smolagents_code,
     "any-agent-tinyagent": any_agent_tinyagent,
     "any-agent-langchain": any_agent_langchain,
 }
 SCRIPTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "smolagents-managed": managed_script, "smolagents-tool-manager": managed_script,
     "smolagents-code": small_script, "smolagents-code-loop": loop_script,
+    "smolagents-code-unknown": unknown_script,
     "any-agent-tinyagent": small_script, "any-agent-langchain": small_script,
 }
 

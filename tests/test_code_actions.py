@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from looptrace.loop.openai_server import ChatCompletionsServer
+from looptrace.replay.analyzer import analyze_store
 from looptrace.tracer.cli import main as cli
 from looptrace.tracer.ingest.otlp import frameworks as fw
 from looptrace.tracer.ingest.otlp.code_actions import CodeCall, calls_in, code_of
@@ -36,9 +37,11 @@ from looptrace.tracer.ingest.otlp.conventions import rows_for_trace
 from looptrace.tracer.ingest.otlp.receiver import OtlpReceiver
 from looptrace.tracer.records.actions import call_key
 from looptrace.tracer.records.spans import PlainSpan
+from looptrace.tracer.store import Store
 
-from .codeact_agent import ANSWER, MANAGED_TASK, NOTES, loop_script, managed_script, small_script
+from .codeact_agent import ANSWER, MANAGED_TASK, NOTES, loop_script, managed_script, small_script, unknown_script
 from .conftest import ROOT, python_env, query
+from .test_frameworks import ONE_IS_ENOUGH
 
 MISSING_ERROR = "FileNotFoundError: No such file: missing.txt"
 
@@ -126,6 +129,21 @@ def test_code_agent_repeating_failing_code(mode: str, tmp_path: Path) -> None:
     assert rows[0][3].startswith("Execution logs:\nlooking")  # what running the code printed
     assert {(obs, err, key) for *_, obs, err, key in rows[1:4]} == {
         (MISSING_ERROR, "FileNotFoundError", call_key("read_file", {"path": "missing.txt"}))}
+
+
+@pytest.mark.slow
+def test_code_calling_a_tool_the_agent_lacks(tmp_path: Path) -> None:
+    """The framework refuses the call in the code: it is a call of that tool, tool_not_found, which the
+    analyzer's hallucinated_tool rule reads (with thresholds that count one, as tests/test_frameworks.py)."""
+    db = tmp_path / "store.duckdb"
+    _run("tests.codeact_agent", "smolagents-code-unknown", unknown_script, db, "live", tmp_path)
+    [(run_id,)] = query(db, "SELECT run_id FROM runs")
+    [(step, tool, args, obs, err)] = query(db, "SELECT step, tool, CAST(args AS VARCHAR), observation, error_type "
+                                               "FROM tool_calls WHERE tool <> 'final_answer'")
+    assert (step, tool, json.loads(args), err) == (1, "delete_everything", {"force": True}, "tool_not_found")
+    assert "Forbidden function evaluation: 'delete_everything'" in obs
+    [result] = analyze_store(Store(db), thresholds=ONE_IS_ENOUGH, write=False)
+    assert "hallucinated_tool" in {d.label for d in result.diagnoses}
 
 
 # -- the same small task on seven agents ---------------------------------------------------------------

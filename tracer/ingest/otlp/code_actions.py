@@ -11,6 +11,8 @@ that started after the model call and before the run's next one, in the order th
   smolagents managed agent) is a call of that agent: its arguments are those the code passed to it (read
   from the code), its observation the sub-run's output. The sub-run stays a run of its own, linked to
   this one by ``parent_run_id``.
+- Code that failed calling a tool the agent lacks (the framework's own words, ``UNKNOWN_TOOL_EVIDENCE``)
+  is a call of that tool, ``tool_not_found``, with the arguments the code passed and the error.
 - Code that called nothing is one call of ``CODE_TOOL`` with the code as its argument and, as its
   observation, what the framework's step span recorded (smolagents: the execution logs). Only when the
   run went on after that turn: a run's last words may quote code without running it.
@@ -29,7 +31,8 @@ from typing import Any
 
 from ...records.spans import PlainSpan, ts
 from .attributes import _AGENT_NAME, _error_text, _exception, _first, _loads, _text, _tool_call
-from .frameworks import CODE_BLOCKS, CODE_TOOL, agent_called, final_answer
+from ...records import conventions as c
+from .frameworks import CODE_BLOCKS, CODE_TOOL, agent_called, final_answer, is_unknown_tool
 
 __all__ = ["CodeCall", "code_of", "calls_in", "code_step_rows", "final_of"]
 
@@ -132,7 +135,8 @@ def _code_row(run_id: str, step: int, model: PlainSpan, code: str,
         "run_id": run_id, "step": step, "call_index": 0, "tool_call_id": None, "tool": CODE_TOOL,
         "args": _text({"code": code}), "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
-        "is_error": failed, "error_type": _error_type(step_span) if failed and step_span is not None else None, "started_at": ts(model.end_ns),
+        "is_error": failed, "error_type": _error_type(step_span) if failed and step_span is not None else None,
+        "started_at": ts(model.end_ns),
         "ended_at": ts(step_span.end_ns if step_span is not None else None),
         "span_id": step_span.span_id if step_span is not None else None,
     }
@@ -157,6 +161,30 @@ def code_step_rows(run_id: str, step: int, model: PlainSpan, text: str | None, t
         done, value = final_of(row, span)
         answer = (True, value) if done else answer
         rows.append(row)
-    if not rows and code and not last:
-        rows.append(_code_row(run_id, step, model, code, step_span))
+    if not rows and code:
+        unknown = _unknown_call(calls, step_span)
+        if unknown is not None:
+            rows.append(_unknown_row(run_id, step, model, unknown, step_span))  # type: ignore[arg-type]
+        elif not last:
+            rows.append(_code_row(run_id, step, model, code, step_span))
     return rows, answer
+
+
+def _unknown_call(calls: Sequence[CodeCall], step_span: PlainSpan | None) -> CodeCall | None:
+    """The call of the code that its step's error says is of a tool the agent lacks, if any."""
+    if step_span is None or step_span.status_code != "ERROR":
+        return None
+    error = _error_text(step_span)
+    return next((call for call in calls if is_unknown_tool(error, call.name)), None)
+
+
+def _unknown_row(run_id: str, step: int, model: PlainSpan, call: CodeCall,
+                 step_span: PlainSpan) -> dict[str, Any]:
+    error = _error_text(step_span)
+    return {
+        "run_id": run_id, "step": step, "call_index": 0, "tool_call_id": None, "tool": call.name,
+        "args": _text(call.arguments()), "observation": error,
+        "observation_bytes": len(error.encode("utf-8")) if error is not None else 0,
+        "is_error": True, "error_type": c.TOOL_NOT_FOUND, "started_at": ts(model.end_ns),
+        "ended_at": ts(step_span.end_ns), "span_id": step_span.span_id,
+    }

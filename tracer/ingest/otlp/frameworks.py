@@ -69,6 +69,7 @@ GRAPH_NODE_KEY = "langgraph_node"
 # How frameworks say that the model called a tool they do not have.
 UNKNOWN_TOOL_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("smolagents", re.compile(r"Unknown tool (\S+), should be one of")),
+    ("smolagents-code", re.compile(r"Forbidden function evaluation: '([^']+)' is not among the explicitly")),
     ("openai-agents", re.compile(r"Tool '?([^' ]+)'? not found")),
     ("langgraph", re.compile(r"Error: (\S+) is not a valid tool")),
     ("pydantic-ai", re.compile(r"Unknown tool name: '?([^'\s.]+)'?")),

@@ -265,6 +265,15 @@ def test_a_failed_calls_error_is_its_observation() -> None:
         "FileNotFoundError: No such file: x", True, "FileNotFoundError")
 
 
+def test_a_final_answer_in_code_with_no_span_is_the_call_and_the_answer() -> None:
+    text = "Thought: done.\n<code>\nfinal_answer('42')\n</code>"
+    spans = [_span("a0", 0, AGENT, parent=None), _span("m1", 1, _chat(text))]
+    rows = rows_for_trace(spans, source="otlp")
+    [call] = rows["tool_call_records"]
+    assert (call["tool"], json.loads(call["args"])) == ("final_answer", {"answer": "42"})
+    assert rows["run_records"][0]["answer"] == "42"  # not the model's text around the code
+
+
 def test_the_same_code_three_times_is_the_same_action() -> None:
     """Code that calls no tool is one call of the interpreter, keyed by the code: a loop of it repeats."""
     code = "<code>\nx = compute()\nprint(x)\n</code>"

@@ -13,6 +13,8 @@ that started after the model call and before the run's next one, in the order th
   this one by ``parent_run_id``.
 - Code that failed calling a tool the agent lacks (the framework's own words, ``UNKNOWN_TOOL_EVIDENCE``)
   is a call of that tool, ``tool_not_found``, with the arguments the code passed and the error.
+- Code whose calls left no span but that calls a final-answer tool (an instrumentation that does not trace
+  it) is that call, with the arguments the code passed: the run's answer is its argument.
 - Code that called nothing is one call of ``CODE_TOOL`` with the code as its argument and, as its
   observation, what the framework's step span recorded (smolagents: the execution logs). Only when the
   run went on after that turn: a run's last words may quote code without running it.
@@ -32,7 +34,7 @@ from typing import Any
 from ...records.spans import PlainSpan, ts
 from .attributes import _AGENT_NAME, _error_text, _exception, _first, _loads, _text, _tool_call
 from ...records import conventions as c
-from .frameworks import CODE_BLOCKS, CODE_TOOL, agent_called, final_answer, is_unknown_tool
+from .frameworks import CODE_BLOCKS, CODE_TOOL, FINAL_ANSWER_TOOLS, agent_called, final_answer, is_unknown_tool
 
 __all__ = ["CodeCall", "code_of", "calls_in", "code_step_rows", "final_of"]
 
@@ -163,11 +165,32 @@ def code_step_rows(run_id: str, step: int, model: PlainSpan, text: str | None, t
         rows.append(row)
     if not rows and code:
         unknown = _unknown_call(calls, step_span)
+        ending = next((call for call in calls if call.name in FINAL_ANSWER_TOOLS), None)
         if unknown is not None:
             rows.append(_unknown_row(run_id, step, model, unknown, step_span))  # type: ignore[arg-type]
+        elif ending is not None:
+            rows.append(_final_row(run_id, step, model, ending))
+            answer = final_answer(ending.name, _final_arguments(ending))
         elif not last:
             rows.append(_code_row(run_id, step, model, code, step_span))
     return rows, answer
+
+
+def _final_arguments(call: CodeCall) -> dict[str, Any]:
+    """A final-answer call's arguments, the answer passed by position under the tool's answer argument."""
+    key = FINAL_ANSWER_TOOLS[call.name]
+    if key is None or not call.positional or key in call.keywords:
+        return call.arguments()
+    rest = list(call.positional[1:])
+    return {key: call.positional[0], **({"args": rest} if rest else {}), **call.keywords}
+
+
+def _final_row(run_id: str, step: int, model: PlainSpan, call: CodeCall) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "step": step, "call_index": 0, "tool_call_id": None, "tool": call.name,
+        "args": _text(_final_arguments(call)), "observation": None, "observation_bytes": 0, "is_error": False,
+        "error_type": None, "started_at": ts(model.end_ns), "ended_at": ts(model.end_ns), "span_id": None,
+    }
 
 
 def _unknown_call(calls: Sequence[CodeCall], step_span: PlainSpan | None) -> CodeCall | None:

@@ -77,12 +77,13 @@ def _calls(db: Path, run_id: str) -> list[tuple[Any, ...]]:
 
 # Every manager step is an action: its code's calls, with the arguments the code passed (positional ones
 # under the tool's parameter names) and what came back (the managed agent's run: its answer). A
-# ToolCallingAgent manager calls the managed agent from its message; its final_answer is no tool step.
+# ToolCallingAgent manager calls the managed agent from its message.
 MANAGER_CALLS = {
     "smolagents-managed": [(1, "file_agent", {"task": MANAGED_TASK}, NOTES, False),
                            (2, "word_count", {"text": NOTES}, "4", False),
                            (3, "final_answer", {"answer": NOTES}, NOTES, False)],
-    "smolagents-tool-manager": [(1, "file_agent", {"task": MANAGED_TASK}, NOTES, False)],
+    "smolagents-tool-manager": [(1, "file_agent", {"task": MANAGED_TASK}, NOTES, False),
+                                (2, "final_answer", {"answer": NOTES}, NOTES, False)],
 }
 
 
@@ -108,7 +109,8 @@ def test_managed_agent(client: str, mode: str, tmp_path: Path) -> None:
     failing = calls[:3]
     assert [c[:5] for c in failing] == [(s, "read_file", {"path": "missing.txt"}, MISSING_ERROR, True) for s in (1, 2, 3)]
     assert len({c[5] for c in failing}) == 1 and failing[0][5] == call_key("read_file", {"path": "missing.txt"})
-    assert calls[3][:5] == (4, "read_file", {"path": "notes.txt"}, NOTES, False)
+    assert calls[3:] and calls[3][:5] == (4, "read_file", {"path": "notes.txt"}, NOTES, False)
+    assert [c[:3] for c in calls[4:]] == [(5, "final_answer", {"answer": NOTES})]  # the sub-agent's end tool
 
 
 @pytest.mark.slow

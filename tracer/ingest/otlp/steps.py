@@ -10,7 +10,8 @@ tool call, of the step it started in.
 A call to a tool the request did not declare is ``tool_not_found``; when the request's tools were not
 recorded, the framework's own words ("Unknown tool ...", in the result or in an exception event of the
 run's spans) are the evidence. A framework's final-answer tool ends the run: its answer becomes the run's
-answer, and it is not a tool step. A failed call's observation is its error, when no result was recorded.
+answer, and its call stays a call of its step (the end tool is the evidence of a normal end the analyzer
+reads, as in a code action's step). A failed call's observation is its error, when no result was recorded.
 
 A model turn with no tool calls, followed by tool spans or sub-agent runs before the next model call, is a
 code action (``code_actions.py``): what its code called are its tool calls. A tool call with no tool span
@@ -133,7 +134,6 @@ def tool_rows(run_id: str, models: Sequence[PlainSpan], exchanges: Sequence[Exch
             done, value = final_answer(call.name, arguments)
             if done:
                 answer = (True, value)
-                continue
             later = (y.results[call.id] for y in exchanges[i + 1:] if call.id is not None and call.id in y.results)
             observation = next(later, None)
             if observation is None and (span or agent) is not None:

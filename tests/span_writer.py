@@ -74,7 +74,8 @@ def tree(spans: list[Any]) -> dict[str, Any]:
                 "duration": f"PT{(s.end_time - s.start_time) / 1e9:.6f}S", "status_code": _status(s).title(),
                 "status_message": s.status.description or "", "span_attributes": dict(s.attributes),
                 "resource_attributes": dict(s.resource.attributes), "scope_name": s.instrumentation_scope.name,
-                "events": [], "child_spans": [node(c) for c in by_parent.get(s.context.span_id, [])]}
+                "events": [{"name": e.name, "timestamp": _iso(e.timestamp), "attributes": dict(e.attributes)}
+                           for e in s.events], "child_spans": [node(c) for c in by_parent.get(s.context.span_id, [])]}
     return {"trace_id": _hex(spans[0].context.trace_id, 32), "spans": [node(s) for s in by_parent.get(None, [])]}
 
 

@@ -73,6 +73,8 @@ def test_graph_node() -> None:
 
 EVIDENCE = {
     "smolagents": "Unknown tool delete_everything, should be one of: read_file, final_answer.",
+    "smolagents-code": "InterpreterError: Forbidden function evaluation: 'delete_everything' is not among the "
+                       "explicitly allowed tools or defined/imported in the preceding code",
     "openai-agents": "Tool 'delete_everything' not found.",
     "langgraph": "Error: delete_everything is not a valid tool, try one of [read_file].",
     "pydantic-ai": "Unknown tool name: 'delete_everything'. Available tools: 'read_file'",

@@ -10,13 +10,15 @@ a sub-run holds copies of its agent's steps, renumbered from 1, each still namin
 agent's part ends when the team's run ends, so a sub-run carries the team's status, error and end
 attributes: a team stopped by its round cap stopped each agent in it. A format that records each
 agent's own end (CrewAI's task log: every task's start and completion) passes ``status_of`` instead.
+A sub-run's usage and times are its own turns' (the sums of their tokens, the first start and the last
+end), never the team's totals: a roll-up over runs would count the team's tokens once per agent again.
 Sub-runs are made only when at
 least two agents took turns; an agent with no turn gets none (no run without steps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from .trajectory import Trajectory
@@ -36,5 +38,16 @@ def with_agent_subruns(team: Trajectory, status_of: Callable[[str], str] | None 
         attributes = {k: v for k, v in team.attributes.items() if k != "agents"} | {"team_agent": agent}
         status = status_of(agent) if status_of is not None else team.status
         runs.append(replace(team, agent=agent, steps=steps, status=status, llm_calls=[], answer=None, attributes=attributes,
-                            key=f"{team.key}/agent:{agent}", parent_key=team.key))
+                            key=f"{team.key}/agent:{agent}", parent_key=team.key, cost_usd=None,
+                            input_tokens=_total(s.input_tokens for s in steps if s.call_index == 0),
+                            output_tokens=_total(s.output_tokens for s in steps if s.call_index == 0),
+                            started_at=min((s.started_at for s in steps if s.started_at), default=None),
+                            ended_at=max((s.ended_at or s.started_at for s in steps if s.ended_at or s.started_at),
+                                         default=None)))
     return runs
+
+
+def _total(counts: Iterable[int | None]) -> int | None:
+    """The sum of the known counts; None when none is known (unknown, not zero)."""
+    known = [n for n in counts if n is not None]
+    return sum(known) if known else None

@@ -1,0 +1,160 @@
+"""OTLP log records into ``collect``: joined to their spans in either order, durable, late ones kept.
+
+The records are the SDK's own (``tests/genai_events.py``: a real LoggerProvider emitting
+``gen_ai.client.inference.operation.details`` in each model call's span context, encoded by the SDK's
+OTLP encoder). The crash is a receiver never stopped (its memory dropped, as ``kill -9`` drops it); the
+last test kills a real ``collect`` process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from looptrace.tracer.ingest.otlp import OtlpReceiver
+from looptrace.tracer.ingest.otlp.logs_protocol import logs_of
+from looptrace.tracer.ingest.otlp.protocol import JSON, PROTOBUF, spans_of
+
+from .conftest import PYTHON, ROOT, python_env, query
+from .genai_events import build
+from .test_collect_kill import _free_port
+from .test_ingest import post
+
+STEPS_SQL = "SELECT step, thought, tool, args, observation FROM steps ORDER BY step, call_index"
+
+
+def _reference(tmp_path: Path) -> list[tuple[Any, ...]]:
+    """The steps of the same run with its content on the spans."""
+    db = tmp_path / "reference.duckdb"
+    spans, _ = build(content_on_spans=True)
+    with OtlpReceiver(db, port=None, settle=0) as r:
+        assert r.ingest(spans_of(spans))
+    return query(db, STEPS_SQL)
+
+
+@pytest.mark.parametrize("order", ["logs-first", "spans-first"])
+def test_records_before_or_after_their_spans_fill_the_same_steps(order: str, tmp_path: Path) -> None:
+    reference = _reference(tmp_path)
+    assert [r[2] for r in reference] == ["read_file", "read_file", None] and reference[0][4] == "contents of 0.txt"
+    spans, logs = build()
+    db = tmp_path / "store.duckdb"
+    with OtlpReceiver(db, port=None, settle=0.5) as r:
+        first, second = (logs_of(logs), spans_of(spans)) if order == "logs-first" else (spans_of(spans), logs_of(logs))
+        assert (r.ingest_logs if order == "logs-first" else r.ingest)(first)  # type: ignore[arg-type]
+        assert (r.ingest if order == "logs-first" else r.ingest_logs)(second)  # type: ignore[arg-type]
+        assert r.stats.traces_written == 0  # the trace waits for settle, its records with it
+    assert query(db, STEPS_SQL) == reference
+    assert query(db, "SELECT status, count(*), count(run_id) FROM log_records GROUP BY ALL") == [("joined", 3, 3)]
+
+
+def test_records_of_a_crashed_receivers_open_trace_are_taken_back(db: Path) -> None:
+    spans, logs = build(end_root=False)
+    records = logs_of(logs)
+    crashed = OtlpReceiver(db, port=None, settle=0.5)  # never started or stopped: dropped like a kill -9
+    assert crashed.ingest(spans_of(spans)) and crashed.ingest_logs(records)
+    assert crashed.stats.spans_written == 0 and crashed.stats.logs_written == 0
+    with OtlpReceiver(db, port=None, settle=0.5) as second:
+        assert second.stats.recovered_logs == len(records) == 3
+        assert second.ingest_logs(records[:2])  # a retry of a request whose answer the crash swallowed
+    assert second.stats.duplicate_logs == 2
+    assert query(db, "SELECT count(*), count(DISTINCT log_id), count(*) FILTER (status = 'joined') "
+                     "FROM log_records") == [(3, 3, 3)]
+    assert [r[2:4] for r in query(db, STEPS_SQL)][:2] == [("read_file", '{"path":"0.txt"}'),
+                                                          ("read_file", '{"path":"1.txt"}')]
+    assert query(db, "SELECT count(*) FROM received_logs ANTI JOIN log_records USING (log_id)") == [(0,)]
+
+
+@pytest.mark.parametrize("lag", ["within-settle", "after-settle"])
+def test_records_lagging_their_spans_are_joined_or_kept_as_late_never_dropped(lag: str, db: Path) -> None:
+    """A sender whose log batches lag its span batches: within ``settle`` they are joined; later than
+    that the trace is written without them, and they are kept under its run as 'late' and counted."""
+    settle = 1.0
+    spans, logs = build()
+    records = logs_of(logs)
+    with OtlpReceiver(db, port=None, settle=settle) as r:
+        assert r.ingest(spans_of(spans))
+        time.sleep(settle * 0.3 if lag == "within-settle" else settle * 2.5)
+        assert r.ingest_logs(records)
+    late = lag == "after-settle"
+    assert r.stats.late_logs == (3 if late else 0)
+    assert query(db, "SELECT status, count(*), count(run_id) FROM log_records GROUP BY ALL") == \
+        [("late" if late else "joined", 3, 3)]
+    args = [a for (a,) in query(db, "SELECT args FROM steps WHERE tool IS NOT NULL")]
+    assert args == ([None, None] if late else ['{"path":"0.txt"}', '{"path":"1.txt"}'])
+
+
+def test_logs_over_http_json_gzip_and_the_refusals(tmp_path: Path) -> None:
+    spans, logs = build()
+    doc = json_format.MessageToDict(logs)
+    import base64
+    for rl in doc["resourceLogs"]:
+        for sl in rl["scopeLogs"]:
+            for rec in sl["logRecords"]:
+                for key in ("traceId", "spanId"):
+                    rec[key] = base64.b64decode(rec[key]).hex()
+    db = tmp_path / "store.duckdb"
+    with OtlpReceiver(db, port=0, settle=0.3) as r:
+        base = r.url.replace("/v1/traces", "")
+        status, _, body = post(base + "/v1/logs", gzip.compress(json.dumps(doc).encode()), JSON, encoding="gzip")
+        assert (status, body) == (200, b"{}")
+        assert post(base + "/v1/traces", spans.SerializeToString())[0] == 200
+        status, _, body = post(base + "/v1/logs", b"\x00not protobuf", PROTOBUF)
+        assert status == 400 and b"ExportLogsServiceRequest" in body
+        status, _, body = post(base + "/v1/log", b"{}", JSON)
+        assert status == 404 and b"/v1/logs" in body
+        assert post(base + "/v1/logs", b"{}", "text/plain")[0] == 415
+    assert query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL") == [("joined", 3)]
+    assert query(db, "SELECT count(*) FROM steps WHERE args IS NOT NULL") == [(2,)]
+
+
+def test_unknown_records_and_records_of_no_trace_are_kept(db: Path) -> None:
+    spans, logs = build()
+    records = logs_of(logs)
+    from dataclasses import replace
+    stray = [replace(records[0], log_id="a" * 32, trace_id=None, span_id=None),
+             replace(records[1], log_id="b" * 32, event_name="app.something")]
+    with OtlpReceiver(db, port=None, settle=0) as r:
+        assert r.ingest_logs(stray) and r.ingest(spans_of(spans))
+    assert sorted(query(db, "SELECT event_name, status, trace_id IS NULL FROM log_records")) == [
+        ("app.something", "kept", False), ("gen_ai.client.inference.operation.details", "kept", True)]
+
+
+@pytest.mark.slow
+def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_path: Path) -> None:
+    db = tmp_path / "store.duckdb"
+    port = _free_port()
+
+    def start() -> subprocess.Popen[str]:
+        proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port",
+                                 str(port), "--settle", "0.5", "--diagnose-every", "0"], cwd=ROOT, env=python_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        while "listening on" not in (line := proc.stdout.readline()):
+            assert line, proc.stderr.read() if proc.stderr else ""
+        return proc
+
+    spans, logs = build(end_root=False)
+    open_spans = spans_of(spans)
+    collect = start()
+    url = f"http://127.0.0.1:{port}"
+    assert post(url + "/v1/traces", spans.SerializeToString())[0] == 200
+    assert post(url + "/v1/logs", logs.SerializeToString())[0] == 200
+    collect.kill()  # SIGKILL right after the 200s: the trace is open, its records in memory and journal
+    collect.wait(timeout=30)
+    assert query(db, "SELECT count(*) FROM log_records") == [(0,)]
+    collect = start()  # takes the open trace back; stopped, it writes it (its root never ended)
+    collect.send_signal(signal.SIGINT)
+    out, err = collect.communicate(timeout=60)
+    assert collect.returncode == 0, err
+    assert query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL") == [("joined", 3)]
+    assert query(db, "SELECT count(*) FROM steps WHERE args IS NOT NULL AND observation IS NOT NULL") == [(2,)]
+    assert query(db, "SELECT count(*) FROM spans") == [(len(open_spans),)]
+    assert query(db, "SELECT count(*) FROM received_logs ANTI JOIN log_records USING (log_id)") == [(0,)]

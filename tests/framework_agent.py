@@ -3,7 +3,8 @@
 usage: python -m tests.framework_agent CLIENT MODEL_URL OTLP_URL
 MODEL_URL is the scripted Chat Completions server's base URL (``.../v1``) for the OpenAI clients, the
 scripted Messages server's for the Anthropic ones. OTLP_URL is the receiver's ``.../v1/traces`` URL, or
-``grpc://HOST:PORT`` to export over OTLP/gRPC. The ``openai+genai:MODE`` clients (``GENAI_LOG_MODES``)
+``grpc://HOST:PORT`` to export over OTLP/gRPC, or ``file:PATH`` to write the SDK's span JSON there with
+its ``ConsoleSpanExporter``. The ``openai+genai:MODE`` clients (``GENAI_LOG_MODES``)
 run the official GenAI instrumentor in a content mode that sends log records, with the SDK's OTLP log
 exporter beside the trace exporter. The model's script (``conversation_turn``) decides each
 answer from the request alone: turn 1 calls ``read_file {"path": "a.txt"}``, turn 2 the undeclared
@@ -264,6 +265,9 @@ def main() -> None:
 
 
 def _span_exporter(otlp_url: str) -> Any:
+    if otlp_url.startswith("file:"):  # the SDK's own span JSON, as a developer writes it to a file
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+        return ConsoleSpanExporter(out=open(otlp_url.removeprefix("file:"), "w", encoding="utf-8"))  # noqa: SIM115
     if otlp_url.startswith("grpc://"):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
         return GrpcSpans(endpoint="http://" + otlp_url.removeprefix("grpc://"), insecure=True)

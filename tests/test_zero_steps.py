@@ -53,7 +53,7 @@ def _write(folder: Path, name: str, doc: Any) -> Path:
 
 def test_every_message_format_is_covered() -> None:
     # otlp-json and the span exports carry spans, not messages; every other built-in format is here
-    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json"}
+    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json", "otel-sdk-json"}
     assert set(NO_TURNS) | EVERY_ENTRY_A_TURN == set(PARSERS) | {"claude-code"} == set(DESCRIPTIONS) - spans
 
 

@@ -24,7 +24,7 @@ from ...sink import Sink
 from ...store import Store, StoreError
 from ...store.backend import catalog_target
 from ...store.iceberg.catalog import CatalogStore
-from . import otlp_json, span_exports
+from . import otlp_json, sdk_spans, span_exports
 from .detect import read_document
 from .formats import TrajectoryFormatError, is_candidate, stream_file
 from .trajectory import Trajectory, trajectory_rows
@@ -90,6 +90,8 @@ def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.Otlp
             return otlp_json.FORMAT, otlp_json.parse(path)
         if is_parquet:
             return "phoenix-spans", _spans_file(path, span_exports.read_parquet(path))
+        if sdk_spans.sniff(path):  # the SDK's own span JSON (ConsoleSpanExporter, ReadableSpan.to_json)
+            return sdk_spans.FORMAT, _spans_file(path, sdk_spans.parse(path))
         try:
             return stream_file(path)
         except TrajectoryFormatError as exc:

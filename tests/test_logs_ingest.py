@@ -158,3 +158,39 @@ def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_
     assert query(db, "SELECT count(*) FROM steps WHERE args IS NOT NULL AND observation IS NOT NULL") == [(2,)]
     assert query(db, "SELECT count(*) FROM spans") == [(len(open_spans),)]
     assert query(db, "SELECT count(*) FROM received_logs ANTI JOIN log_records USING (log_id)") == [(0,)]
+
+
+def _otlp_json(message: Any, kind: str) -> dict[str, Any]:
+    """OTLP/JSON as the Collector's file exporter writes it (hex ids)."""
+    import base64
+    doc = json_format.MessageToDict(message)
+    items = {"logs": ("resourceLogs", "scopeLogs", "logRecords"), "spans": ("resourceSpans", "scopeSpans", "spans")}
+    top, scope, leaf = items[kind]
+    for r in doc[top]:
+        for sc in r[scope]:
+            for rec in sc[leaf]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if rec.get(key):
+                        rec[key] = base64.b64decode(rec[key]).hex()
+    return doc
+
+
+def test_import_reads_a_log_file_beside_its_trace_file(tmp_path: Path) -> None:
+    from looptrace.tracer.ingest.files.importing import import_paths
+    from looptrace.tracer.store import Store
+    reference = _reference(tmp_path)
+    spans, logs = build()
+    other_spans, other_logs = build()  # a second run whose trace file is not imported: records kept
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "traces.json").write_text(json.dumps(_otlp_json(spans, "spans")) + "\n")
+    (folder / "logs.json").write_text("\n".join(json.dumps(_otlp_json(m, "logs")) for m in (logs, other_logs)) + "\n")
+    db = tmp_path / "store.duckdb"
+    report = import_paths(Store(db), [folder])
+    assert report.skipped == [] and report.runs_imported == 1 and report.log_records_imported == 6
+    assert query(db, STEPS_SQL) == reference
+    assert query(db, "SELECT status, count(*), count(run_id) FROM log_records GROUP BY ALL ORDER BY 1") == [
+        ("joined", 3, 3), ("kept", 3, 0)]
+    again = import_paths(Store(db), [folder])  # importing twice adds nothing
+    assert again.runs_imported == 0 and again.log_records_imported == 0
+    assert query(db, "SELECT count(*) FROM log_records") == [(6,)]

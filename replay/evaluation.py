@@ -1,4 +1,6 @@
-"""Diagnoses as OpenTelemetry GenAI evaluation events, sent to an OTLP backend.
+"""Diagnoses as OpenTelemetry GenAI evaluation events, sent to an OTLP backend: as span events here
+(``looptrace analyze --otlp-endpoint URL --evaluation-span-events``, for backends that take no logs);
+by default as log records (``evaluation_logs.py``).
 
 One span per analysed run, ``looptrace.analyze {run}``: a child of the run's ``invoke_agent`` span
 when the store knows the run's trace and span ids (so the verdict shows up inside the run's trace in
@@ -57,6 +59,7 @@ QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY recorded_at DESC) = 1
 # Loggers of the SDK's OTLP/HTTP exporter, which log each failed batch (and each retry).
 _OTLP_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.http._log_exporter",
 )
 
 
@@ -173,9 +176,15 @@ def send_evaluations(
 
 
 def send_and_report(source: Store | ParquetSource, results: Sequence[RunDiagnoses], endpoint: str,
-                    out: TextIO) -> EvaluationReport:
-    """``looptrace analyze --otlp-endpoint``: send, then one line on ``out`` (a warning if it failed)."""
-    report = send_evaluations(source, results, endpoint)
+                    out: TextIO, *, span_events: bool = False) -> EvaluationReport:
+    """``looptrace analyze --otlp-endpoint``: send (log records, or with ``span_events`` a span per run),
+    then one line on ``out`` (a warning if it failed)."""
+    if span_events:
+        report = send_evaluations(source, results, endpoint)
+    else:
+        from .evaluation_logs import send_evaluation_logs
+
+        report = send_evaluation_logs(source, results, endpoint)
     if report.ok:
         print(f"sent {count(report.events, 'evaluation result')} ({count(report.runs, 'run')}) to {report.url}",
               file=out)

@@ -43,7 +43,7 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.otlp_endpoint:
-        from .evaluation import send_and_report
+        from .evaluation_logs import send_and_report
 
         send_and_report(source, results, args.otlp_endpoint, sys.stderr, span_events=args.evaluation_span_events)
     with source.reader() as conn:

@@ -17,12 +17,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Tracer
 
-from looptrace.tracer.cli.plural import count
 from looptrace.tracer.records import conventions as c
 from looptrace.tracer.store import Store
 
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from .analyzer import Diagnosis, RunDiagnoses
 
 __all__ = [
-    "send_evaluations", "send_and_report", "record_evaluations", "evaluation_attributes", "run_parents",
+    "send_evaluations", "record_evaluations", "evaluation_attributes", "run_parents",
     "EvaluationReport", "EVENT", "EVALUATION_NAME",
 ]
 
@@ -173,22 +172,3 @@ def send_evaluations(
     failed = sum(1 for r in results if exporter.delivered.get(r.run_id, 0) == 0)
     return EvaluationReport(url, len(results), events, failed, exporter.last_error or captured.first,
                             time.perf_counter() - started)
-
-
-def send_and_report(source: Store | ParquetSource, results: Sequence[RunDiagnoses], endpoint: str,
-                    out: TextIO, *, span_events: bool = False) -> EvaluationReport:
-    """``looptrace analyze --otlp-endpoint``: send (log records, or with ``span_events`` a span per run),
-    then one line on ``out`` (a warning if it failed)."""
-    if span_events:
-        report = send_evaluations(source, results, endpoint)
-    else:
-        from .evaluation_logs import send_evaluation_logs
-
-        report = send_evaluation_logs(source, results, endpoint)
-    if report.ok:
-        print(f"sent {count(report.events, 'evaluation result')} ({count(report.runs, 'run')}) to {report.url}",
-              file=out)
-    else:
-        print(f"warning: {report.failed_runs} of {report.runs} runs' evaluation results did not reach "
-              f"{report.url}: {report.error or 'export failed'}", file=out)
-    return report

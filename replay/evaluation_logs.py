@@ -15,17 +15,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from looptrace.tracer.export.source import ParquetSource
+from looptrace.tracer.cli.plural import count
 from looptrace.tracer.records import conventions as c
 from looptrace.tracer.spans.otlp import OTLP_TIMEOUT
 from looptrace.tracer.store import Store
 
-from .evaluation import EVENT, EvaluationReport, _folded_otlp_logs, evaluation_attributes, run_parents
+from .evaluation import EVENT, EvaluationReport, _folded_otlp_logs, evaluation_attributes, run_parents, send_evaluations
 
 if TYPE_CHECKING:
     from opentelemetry._logs import Logger
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
     from .analyzer import RunDiagnoses
 
-__all__ = ["send_evaluation_logs", "emit_evaluation_logs", "logs_url"]
+__all__ = ["send_evaluation_logs", "send_and_report", "emit_evaluation_logs", "logs_url"]
 
 
 def logs_url(endpoint: str) -> str:
@@ -117,3 +118,20 @@ def send_evaluation_logs(source: Store | ParquetSource, results: Sequence[RunDia
     failed = sum(1 for r in results if r.diagnoses and exporter.delivered.get(r.run_id, 0) == 0)
     return EvaluationReport(url, len(results), events, failed, exporter.last_error or captured.first,
                             time.perf_counter() - started)
+
+
+def send_and_report(source: Store | ParquetSource, results: Sequence[RunDiagnoses], endpoint: str,
+                    out: TextIO, *, span_events: bool = False) -> EvaluationReport:
+    """``looptrace analyze --otlp-endpoint``: send (log records, or with ``span_events`` a span per run),
+    then one line on ``out`` (a warning if it failed)."""
+    if span_events:
+        report = send_evaluations(source, results, endpoint)
+    else:
+        report = send_evaluation_logs(source, results, endpoint)
+    if report.ok:
+        print(f"sent {count(report.events, 'evaluation result')} ({count(report.runs, 'run')}) to {report.url}",
+              file=out)
+    else:
+        print(f"warning: {report.failed_runs} of {report.runs} runs' evaluation results did not reach "
+              f"{report.url}: {report.error or 'export failed'}", file=out)
+    return report

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs import LoggerProvider

@@ -194,3 +194,36 @@ def test_import_reads_a_log_file_beside_its_trace_file(tmp_path: Path) -> None:
     again = import_paths(Store(db), [folder])  # importing twice adds nothing
     assert again.runs_imported == 0 and again.log_records_imported == 0
     assert query(db, "SELECT count(*) FROM log_records") == [(6,)]
+
+
+def test_logs_refusals_over_grpc_and_random_bodies_over_http(tmp_path: Path) -> None:
+    """The trace path's answers: a malformed request is INVALID_ARGUMENT (gRPC) or a 4xx (HTTP), never a
+    5xx, and the connection stays usable; a valid request right after is taken."""
+    import random
+
+    import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+
+    spans, logs = build()
+    bad = type(logs)()
+    bad.CopyFrom(logs)
+    bad.resource_logs[0].scope_logs[0].log_records[0].span_id = b"\x01\x02\x03"  # not 8 bytes
+    db = tmp_path / "store.duckdb"
+    with OtlpReceiver(db, port=0, grpc_port=0, settle=0) as r:
+        with grpc.insecure_channel(r.grpc_url.removeprefix("http://")) as channel:
+            stub = logs_service_pb2_grpc.LogsServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Export(bad, timeout=10)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "spanId" in str(refused.value.details())
+            stub.Export(logs, timeout=10)
+        url = r.url.replace("/v1/traces", "/v1/logs")
+        rng = random.Random(37)
+        raw = logs.SerializeToString()
+        for _ in range(40):
+            body = rng.choice([bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 200))), raw[:rng.randint(1, len(raw))],
+                               json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [{"spanId": "zz"}]}]}]}).encode()])
+            status = post(url, body, rng.choice([PROTOBUF, JSON]))[0]
+            assert 200 <= status < 500 and status != 0, status
+        assert post(url, raw)[0] == 200
+        assert r.ingest(spans_of(spans))
+    assert query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL") == [("joined", 3)]

@@ -132,6 +132,8 @@ def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_
     db = tmp_path / "store.duckdb"
     port = _free_port()
 
+    said: list[str] = []
+
     def start() -> subprocess.Popen[str]:
         proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port",
                                  str(port), "--settle", "0.5", "--diagnose-every", "0"], cwd=ROOT, env=python_env(),
@@ -139,6 +141,7 @@ def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_
         assert proc.stdout is not None
         while "listening on" not in (line := proc.stdout.readline()):
             assert line, proc.stderr.read() if proc.stderr else ""
+            said.append(line)
         return proc
 
     spans, logs = build(end_root=False)
@@ -151,9 +154,11 @@ def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_
     collect.wait(timeout=30)
     assert query(db, "SELECT count(*) FROM log_records") == [(0,)]
     collect = start()  # takes the open trace back; stopped, it writes it (its root never ended)
+    assert any("3 log records of open traces taken back" in line for line in said), said
     collect.send_signal(signal.SIGINT)
     out, err = collect.communicate(timeout=60)
     assert collect.returncode == 0, err
+    assert "3 log records written (0 late, 0 duplicates dropped" in out, out
     assert query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL") == [("joined", 3)]
     assert query(db, "SELECT count(*) FROM steps WHERE args IS NOT NULL AND observation IS NOT NULL") == [(2,)]
     assert query(db, "SELECT count(*) FROM spans") == [(len(open_spans),)]

@@ -232,3 +232,22 @@ def test_logs_refusals_over_grpc_and_random_bodies_over_http(tmp_path: Path) -> 
         assert post(url, raw)[0] == 200
         assert r.ingest(spans_of(spans))
     assert query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL") == [("joined", 3)]
+
+
+def test_a_secret_in_a_log_record_is_in_no_file(tmp_path: Path) -> None:
+    """Redacted in the sink like every record: in the journal before the answer, and in log_records."""
+    from dataclasses import replace
+    secret = "sk-ant-api03-PLANTEDsecretKEY0123456789abcdef"
+    spans, logs = build(end_root=False)
+    records = logs_of(logs)
+    leaky = replace(records[0], log_id="c" * 32, body={"content": f"my key is {secret}"},
+                    event_name="gen_ai.user.message")
+    db = tmp_path / "store.duckdb"
+    crashed = OtlpReceiver(db, port=None, settle=0.5)  # journals only
+    assert crashed.ingest(spans_of(spans)) and crashed.ingest_logs([leaky, *records])
+    with OtlpReceiver(db, port=None, settle=0.5):
+        pass  # takes it back and writes it at stop
+    for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
+        assert secret.encode() not in path.read_bytes(), path
+    [(body,)] = query(db, "SELECT body FROM log_records WHERE log_id = ?", ["c" * 32])
+    assert "[REDACTED:" in body

@@ -328,22 +328,7 @@ class OtlpReceiver:
             traces = self._buffer.add_logs(logs, now)
             written = True if self._batched else self._write(self._buffer.take(now, only=traces))
             held = self._buffer.held_logs(logs) if self._log_journal is not None else []
-        if not held:
-            return written
-        assert self._log_journal is not None
-        try:
-            self._log_journal.commit(held)
-        except (OSError, Overloaded) as exc:
-            with self._lock:
-                self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, OSError):
-                    self._buffer.stats.write_errors += 1
-            return False
-        except Exception as exc:  # noqa: BLE001 - a value the journal refuses: held as before it existed
-            log.warning("looptrace collect: could not journal %d log records (%s: %s); they are kept once "
-                        "their trace is written", len(held), type(exc).__name__, exc)
-            return written
-        return True
+        return self._journaled(self._log_journal, held, written, "log records")
 
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
         """Buffer a decoded request, write what is due, and journal what is still only in memory. True
@@ -363,11 +348,15 @@ class OtlpReceiver:
             # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
             # durable by the trace write itself: only what is still held needs the journal.
             held = self._buffer.held(spans) if self._journal is not None else []
+        return self._journaled(self._journal, held, written, "spans")
+
+    def _journaled(self, journal: GroupCommit | None, held: Sequence[Any], written: bool, what: str) -> bool:
+        """Journal what a request left only in memory (spans or log records); True once it is durable."""
         if not held:
             return written
-        assert self._journal is not None
+        assert journal is not None
         try:
-            self._journal.commit(held)
+            journal.commit(held)
         except (OSError, Overloaded) as exc:
             with self._lock:
                 self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -375,8 +364,8 @@ class OtlpReceiver:
                     self._buffer.stats.write_errors += 1
             return False
         except Exception as exc:  # noqa: BLE001 - a value the journal refuses: held as before it existed
-            log.warning("looptrace collect: could not journal %d spans (%s: %s); they are kept once "
-                        "their trace is written", len(held), type(exc).__name__, exc)
+            log.warning("looptrace collect: could not journal %d %s (%s: %s); they are kept once "
+                        "their trace is written", len(held), what, type(exc).__name__, exc)
             return written
         return True
 

@@ -43,9 +43,9 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.otlp_endpoint:
-        from .evaluation import send_and_report
+        from .evaluation_logs import send_and_report
 
-        send_and_report(source, results, args.otlp_endpoint, sys.stderr)
+        send_and_report(source, results, args.otlp_endpoint, sys.stderr, span_events=args.evaluation_span_events)
     with source.reader() as conn:
         runs = {run_id: (agent, started) for run_id, agent, started in
                 conn.execute("SELECT run_id, agent, started_at FROM runs").fetchall()}
@@ -88,7 +88,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="whole run ids, the whole explanation and the secondary labels in the table")
     p.add_argument("--config", default=None, help="a TOML file with an [analyzer] table of thresholds")
     p.add_argument("--otlp-endpoint", default=None, metavar="URL",
-                   help="also send the diagnoses as gen_ai.evaluation.result events to this OTLP/HTTP endpoint")
+                   help="also send the diagnoses as gen_ai.evaluation.result log records (OTLP logs, tied to each "
+                   "run's span) to this OTLP/HTTP endpoint")
+    p.add_argument("--evaluation-span-events", action="store_true",
+                   help="with --otlp-endpoint: send them as span events instead (one span per run), for backends "
+                   "that take no logs")
     thresholds = p.add_argument_group("thresholds (defaults shown; see docs/analyzer.md)")
     for f in fields(Thresholds):
         default = getattr(DEFAULT_THRESHOLDS, f.name)

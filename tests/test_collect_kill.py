@@ -5,6 +5,8 @@ ports, while four agents export runs through the real OTLP exporters (two over H
 with their own retries. Each agent notes the spans its exporter reported delivered. At the end every
 acknowledged span is stored exactly once and the runs come out whole, as without the crashes. Before
 the journal, a killed receiver lost every open trace it had answered 200 for (0 of 8 spans stored).
+The agents also send each model call's messages as a GenAI log record (issue 37) through the SDK's
+real OTLP log exporters: every acknowledged record is stored once, joined to its span.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     collect, _ = _collect(db, http, grpc)
     endpoints = {"http": f"http://127.0.0.1:{http}/v1/traces", "grpc": f"http://127.0.0.1:{grpc}"}
     senders = [subprocess.Popen([PYTHON, "-m", "tests.acked_sender", protocol, endpoints[protocol], tag, str(TRACES),
-                                 str(STEPS), str(PAUSE)], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
+                                 str(STEPS), str(PAUSE), "logs"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
                for protocol, tag in SENDERS]
     kills = taken_back = 0
@@ -99,12 +101,15 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
         collect.send_signal(signal.SIGINT)
         out, err = collect.communicate(timeout=60)
     acked: list[str] = []
+    acked_logs = 0
     for (protocol, tag), (stdout, stderr), s in zip(SENDERS, outputs, senders):
         assert s.returncode == 0, stderr[-2000:]
         lines = stdout.split("\n")
         assert "failed 0" in lines, (tag, [x for x in lines if x.startswith("failed")],
                                      [x for x in stderr.split("\n") if "Transient" not in x][-20:])  # the exporters' retries got every batch in
         acked += [line.split()[1] for line in lines if line.startswith("acked ")]
+        assert "failed_logs 0" in lines, (tag, [x for x in lines if x.startswith("failed_logs")])
+        acked_logs += sum(int(line.split()[1]) for line in lines if line.startswith("acked_logs "))
     spans_per_trace = 1 + 2 * STEPS
     n = len(SENDERS) * TRACES
     assert kills >= 3, f"the senders finished before {KILLS} kills: make them slower"
@@ -118,7 +123,17 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_span(tmp_path: Path, see
     assert query(db, "SELECT count(*), count(DISTINCT (run_id, step)) FROM steps") == [(n * STEPS, n * STEPS)]
     # The journal's open spans are all closed now: a later collect has nothing to take back.
     assert query(db, "SELECT count(*) FROM received_spans ANTI JOIN spans USING (trace_id, span_id)") == [(0,)]
-    print(f"seed {seed}: {kills} kills, {taken_back} open spans taken back, {len(acked)} spans acknowledged and stored once; last collect: {out.strip()}")
+    # Every acknowledged log record once: joined to its model call (its text is that call's response), or,
+    # when the exporters' backoff after a kill held it past --settle while its spans got through and the
+    # trace was written, kept under its run as 'late'. Never dropped, never stored twice.
+    assert acked_logs == n * STEPS
+    statuses = dict(query(db, "SELECT status, count(*) FROM log_records GROUP BY ALL"))
+    assert set(statuses) <= {"joined", "late"}, statuses
+    assert query(db, "SELECT count(*), count(DISTINCT log_id), count(run_id) FROM log_records") == \
+        [(n * STEPS, n * STEPS, n * STEPS)], statuses
+    assert query(db, "SELECT count(*) FROM llm_call_records WHERE CAST(response AS VARCHAR) LIKE '%thinks%'") == [(statuses.get("joined", 0),)]
+    assert query(db, "SELECT count(*) FROM received_logs ANTI JOIN log_records USING (log_id)") == [(0,)]
+    print(f"seed {seed}: {kills} kills, {taken_back} open spans taken back, {len(acked)} spans acknowledged and stored once, {acked_logs} log records ({statuses}); last collect: {out.strip()}")
 
 
 def _full_pipe() -> tuple[int, int]:

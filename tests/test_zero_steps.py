@@ -60,7 +60,7 @@ def _write(folder: Path, name: str, doc: Any) -> Path:
 
 def test_every_message_format_is_covered() -> None:
     # otlp-json and the span exports carry spans, not messages; every other built-in format is here
-    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json"}
+    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json", "otel-sdk-json"}
     sessions = {"claude-code", "codex-cli", "gemini-cli"}  # JSONL session formats, parsed whole
     assert set(NO_TURNS) | EVERY_ENTRY_A_TURN == set(PARSERS) | sessions == set(DESCRIPTIONS) - spans
 

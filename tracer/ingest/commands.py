@@ -139,6 +139,9 @@ def _announce(args: argparse.Namespace, receiver: OtlpReceiver) -> None:
     if receiver.stats.recovered_spans:
         print(f"looptrace collect: {count(receiver.stats.recovered_spans, 'span')} of open traces taken back "
               "from the journal (a collect before this one stopped without writing them)", flush=True)
+    if receiver.stats.recovered_logs:
+        print(f"looptrace collect: {count(receiver.stats.recovered_logs, 'log record')} of open traces taken "
+              "back from the journal", flush=True)
     where = [receiver.url] if args.port is not None else []
     if receiver.serves_grpc:
         where.append(f"{receiver.grpc_url} (gRPC)")
@@ -186,6 +189,9 @@ def _collect(args: argparse.Namespace) -> int:
     print(f"looptrace collect: {count(s.spans_written, 'span')} written in {count(s.traces_written, 'trace')} "
           f"({s.incomplete_traces} incomplete, {s.late_spans} late, {count(s.duplicate_spans, 'duplicate')} dropped); "
           f"{count(s.requests, 'export request')}, {s.rejected} refused", flush=True)
+    if s.logs_received or s.logs_written:
+        print(f"looptrace collect: {count(s.logs_written, 'log record')} written ({s.late_logs} late, "
+              f"{count(s.duplicate_logs, 'duplicate')} dropped; see the log_records table)", flush=True)
     if s.refused_traces or s.lost_spans:
         print(f"warning: the store refused the runs of {count(s.refused_traces, 'trace')} (kept as spans) and "
               f"{count(s.lost_spans, 'span')}; last error: {s.last_error}", file=sys.stderr)

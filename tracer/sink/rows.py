@@ -31,6 +31,7 @@ SAFE_COLUMNS = frozenset({
     "run_id", "parent_run_id", "trace_id", "span_id", "parent_span_id", "call_id", "base_call_id",
     "tool_call_id", "request_sha", "system_sha", "tools_sha", "kind", "status_code", "status", "stop_reason",
     "error_type", "replay_of", "forked_from", "strategy", "provider", "label", "segment", "host", "live_trace_id",
+    "log_id",
 })
 REDACTIONS = "looptrace.redactions"
 

@@ -66,6 +66,8 @@ DESCRIPTIONS: dict[str, str] = {
     "phoenix-spans": "Phoenix span dataframes (context.span_id, parent_id, attributes.*) as JSON or Parquet",
     "jaeger-json": "Jaeger JSON trace downloads (data[].spans[] with references and tags), mapped as OTLP",
     "zipkin-json": "Zipkin v2 JSON spans, mapped as OTLP",
+    "otel-sdk-json": "the OpenTelemetry SDK's own span JSON (ConsoleSpanExporter, ReadableSpan.to_json: one "
+                     "object per span, a list, JSON lines or {spans: [...]}), mapped as OTLP",
 }
 
 

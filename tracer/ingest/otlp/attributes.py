@@ -22,9 +22,15 @@ from .frameworks import ARGUMENT_WRAPPERS, FINAL_ANSWER_SPANS, RESULT_WRAPPERS, 
 
 AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
 
-_GENAI_OPS = {c.OP_INVOKE_AGENT: AGENT, c.OP_CHAT: MODEL, "text_completion": MODEL,
-              "generate_content": MODEL, c.OP_EXECUTE_TOOL: TOOL,
-              "call_llm": MODEL}  # any-agent's name for a model call
+_GENAI_OPS: dict[str, str | None] = {
+    c.OP_INVOKE_AGENT: AGENT, c.OP_CHAT: MODEL, "text_completion": MODEL, "generate_content": MODEL,
+    c.OP_EXECUTE_TOOL: TOOL, "call_llm": MODEL,  # any-agent's name for a model call
+    # The newest agent spans (docs/frameworks.md, "GenAI conventions by version"): a workflow is a run
+    # above its agents' runs; creating an agent and a planning phase are no call of their own (a plan's
+    # model calls are its agent's steps), kept in ``spans``.
+    "invoke_workflow": WORKFLOW, "create_agent": None, "plan": None,
+}
+INVOKE_WORKFLOW = "invoke_workflow"
 _OPENINFERENCE = {"AGENT": AGENT, "CHAIN": WORKFLOW, "LLM": MODEL, "TOOL": TOOL}
 _TRACELOOP = {"agent": AGENT, "workflow": WORKFLOW, "task": TOOL, "tool": TOOL}
 OI_KIND, TL_KIND = "openinference.span.kind", "traceloop.span.kind"
@@ -38,9 +44,11 @@ _OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
                   "llm.usage.completion_tokens", "llm.token_count.completion")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
                "llm.token_count.prompt_details.cache_read")
-_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
-                "llm.token_count.prompt_details.cache_write")
-_AGENT_NAME = ("gen_ai.agent.name", "agent.name", "traceloop.entity.name", "traceloop.workflow.name")
+_CACHE_WRITE = ("gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+               "gen_ai.usage.cache_write_input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+               "llm.token_count.prompt_details.cache_write")
+_AGENT_NAME = ("gen_ai.agent.name", "gen_ai.workflow.name", "agent.name", "traceloop.entity.name",
+               "traceloop.workflow.name")
 _TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
 _TOOL_CALL_ID = ("gen_ai.tool.call.id", "tool_call.id", "tool.id")
 # A tool span's arguments and result. ``gen_ai.tool.args`` and ``gen_ai.output`` are the spelling of

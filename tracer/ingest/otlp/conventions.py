@@ -34,7 +34,7 @@ from .messages import Exchange, exchange_of, fill_outputs
 from .code_actions import final_of
 from .steps import evidence_of, tool_rows
 from .attributes import (  # the span readers, shared within this package
-    AGENT, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
 )
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
@@ -117,7 +117,8 @@ class _Run:
 def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
     """Runs by run span id, and the id of the trace-level run (for spans under no run span), if any."""
     calls = trace.calls_by_run()
-    keys = [sid for sid, role in trace.roles.items() if role == AGENT or (role == WORKFLOW and sid in calls)]
+    keys = [sid for sid, role in trace.roles.items() if role == AGENT or (role == WORKFLOW and (
+        sid in calls or trace.by_id[sid].attributes.get(c.GEN_AI_OPERATION) == INVOKE_WORKFLOW))]
     runs = {sid: _Run(run_id_for(trace_id, sid), trace.by_id[sid], trace.roles[sid], calls.get(sid, []))
             for sid in keys}
     trace_run = None

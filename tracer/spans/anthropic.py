@@ -25,6 +25,7 @@ from typing import Any
 from opentelemetry import trace
 
 from . import conversation as conv
+from ..guard import Guard, GuardTripped
 from .manual import LlmCall, Run, Step, current_run, current_step
 from ..records.conventions import TOOL_NOT_FOUND
 from ..records.digests import ConversationDigest
@@ -57,11 +58,15 @@ def _declared(request: dict[str, Any]) -> frozenset[str] | None:
 
 
 class AnthropicInstrumentor:
-    """``AnthropicInstrumentor(tracing).instrument()``; ``uninstrument()`` restores the client."""
+    """``AnthropicInstrumentor(tracing).instrument()``; ``uninstrument()`` restores the client.
 
-    def __init__(self, tracing: Tracing, *, agent: str = "anthropic-client") -> None:
+    ``guard``: a ``Guard`` enforced on every run the client's calls make or join (a run of the manual
+    API that has its own guard keeps it); a tripped guard raises ``GuardTripped`` from the call."""
+
+    def __init__(self, tracing: Tracing, *, agent: str = "anthropic-client", guard: Guard | None = None) -> None:
         self.tracing = tracing
         self.agent = agent
+        self.guard = guard
         self._originals: dict[tuple[type, str], Any] = {}
         self._open: list[_Implicit] = []
         self._lock = threading.Lock()
@@ -91,8 +96,13 @@ class AnthropicInstrumentor:
     # -- recording --------------------------------------------------------------------------------
 
     def _begin(self, request: dict[str, Any]) -> LlmCall | None:
+        """The chat span of a call about to be made; its ``request`` is what to send (a guard may add a
+        reflection turn). Raises only ``GuardTripped``, before anything is sent."""
+        implicit = None
         try:
             step, run = current_step(), current_run()
+            if run is not None and self.guard is not None and run.guard is None:
+                run.guarded_by(self.guard)
             if step is not None:
                 return step.llm_call(request)
             if run is not None:
@@ -100,6 +110,12 @@ class AnthropicInstrumentor:
             implicit = self._implicit_for(request)
             implicit.step = implicit.run.step()
             return implicit.step.llm_call(request)
+        except GuardTripped:
+            if implicit is not None:  # the guard stored the run as it ended; the next call starts afresh
+                with self._lock:
+                    if implicit in self._open:
+                        self._open.remove(implicit)
+            raise
         except Exception:  # noqa: BLE001 - telemetry never breaks the agent
             log.debug("looptrace: could not start a chat span", exc_info=True)
             return None
@@ -109,7 +125,8 @@ class AnthropicInstrumentor:
         with self._lock:
             found, hashes = self._extended(messages)
             if found is None:
-                run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"))
+                run = self.tracing.run(self.agent, task=conv.first_user_text(messages), model=request.get("model"),
+                                       guard=self.guard)
                 found, seen = _Implicit(run, hashes, run.requests), 0
                 self._open.append(found)
             else:
@@ -184,6 +201,8 @@ class AnthropicInstrumentor:
     def _wrap_create(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
             call = self._begin(dict(kwargs))
+            if call is not None:
+                kwargs = dict(call.request)
             with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
                 try:
                     result = original(resource, *args, **kwargs)
@@ -200,6 +219,8 @@ class AnthropicInstrumentor:
     def _wrap_acreate(self, original: Callable[..., Any]) -> Callable[..., Any]:
         async def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
             call = self._begin(dict(kwargs))
+            if call is not None:
+                kwargs = dict(call.request)
             with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
                 try:
                     result = await original(resource, *args, **kwargs)
@@ -215,7 +236,8 @@ class AnthropicInstrumentor:
 
     def _wrap_stream(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def stream(resource: Any, *args: Any, **kwargs: Any) -> Any:
-            return _RecordingStreamManager(original(resource, *args, **kwargs), self, dict(kwargs))
+            # The SDK's manager is made on entry, from the request the guard let through.
+            return _RecordingStreamManager(lambda request: original(resource, *args, **request), self, dict(kwargs))
 
         return stream
 
@@ -341,8 +363,10 @@ class _RecordingAsyncStream:
 class _RecordingStreamManager:
     """Wraps ``Messages.stream(...)``: records the stream's final snapshot when the block exits."""
 
-    def __init__(self, manager: Any, instrumentor: AnthropicInstrumentor, request: dict[str, Any]) -> None:
-        self._manager = manager
+    def __init__(self, make: Callable[[dict[str, Any]], Any], instrumentor: AnthropicInstrumentor,
+                 request: dict[str, Any]) -> None:
+        self._make = make
+        self._manager: Any = None
         self._instrumentor = instrumentor
         self._request = request
         self._call: LlmCall | None = None
@@ -351,6 +375,7 @@ class _RecordingStreamManager:
     def __enter__(self) -> Any:
         self._call = self._instrumentor._begin(self._request)
         try:
+            self._manager = self._make(dict(self._call.request) if self._call else self._request)
             with trace.use_span(self._call.span, end_on_exit=False) if self._call else _nullcontext():
                 self._stream = self._manager.__enter__()
         except BaseException as exc:

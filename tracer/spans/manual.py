@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..records import conventions as c
-from ..records.pricing import usage_of
+from ..records.pricing import stop_reason_of, usage_of
 from ..records.requests import RequestLog
 from ..records.text import clean_text, to_json
 
@@ -404,8 +404,8 @@ class LlmCall:
             attrs[c.GEN_AI_RESPONSE_ID] = str(msg["id"])
         if msg.get("model"):
             attrs[c.GEN_AI_RESPONSE_MODEL] = str(msg["model"])
-        if msg.get("stop_reason"):
-            attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = [str(msg["stop_reason"])]
+        if reason := stop_reason_of(msg):
+            attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
         if self.run is None or self.run.capture_content:
             attrs[c.LLM_RESPONSE] = to_json(msg)
         self.span.set_attributes(attrs)

@@ -84,6 +84,7 @@ class _Implicit:
     pending: list[tuple[str, str, Any]] = field(default_factory=list)  # (tool_use_id, name, input), in order
     pending_since: int = 0
     declared: frozenset[str] | None = None  # the tools the last request declared; None: it sent none
+    task: str | None = None  # the first user message's text, for agents that rewrite their history
 
 
 class ClientInstrumentor:
@@ -156,13 +157,17 @@ class ClientInstrumentor:
         messages = d.messages(request)
         with self._lock:
             found, hashes = self._extended(messages)
+            task = d.first_user_text(messages)
             if found is None:
-                run = self.tracing.run(self.agent, task=d.first_user_text(messages), model=request.get("model"),
-                                       guard=self.guard)
-                found, seen = _Implicit(run, hashes, run.requests), 0
+                found = self._rewritten(hashes, task)
+            if found is None:
+                run = self.tracing.run(self.agent, task=task, model=request.get("model"), guard=self.guard)
+                found, seen = _Implicit(run, hashes, run.requests, task=task), 0
                 self._open.append(found)
             else:
-                found.hashes, seen = hashes, len(found.hashes)
+                seen = next((i for i, (a, b) in enumerate(zip(found.hashes, hashes)) if a != b),
+                            min(len(found.hashes), len(hashes)))
+                found.hashes = hashes
         # The pending calls' results are in the messages this request adds: reading only those keeps
         # the agent's thread from walking the whole conversation on every call.
         if found.step is not None and found.pending:
@@ -192,6 +197,22 @@ class ClientInstrumentor:
         hashes = ConversationDigest().message_shas(messages)
         # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
         return next((o for o in self._open if extends(o.hashes, hashes)), None), hashes
+
+    def _rewritten(self, hashes: list[str], task: str | None) -> _Implicit | None:
+        """The open run a request continues by rewriting its history instead of extending it.
+
+        Some agents fold a tool's result into the task message rather than appending it (smolagents
+        retells a failed step as "Error: ..." after the task): no request extends the last one. Such a
+        request continues the open run that awaits tool results, opened with the same first message
+        kind (the same system prompt, when there is one) and a task its task begins with.
+        """
+        if not task:
+            return None
+        for o in reversed(self._open):
+            if (o.pending and o.task and task.startswith(o.task) and o.hashes and hashes
+                    and (o.hashes[0] == hashes[0] or len(o.hashes) == 1)):
+                return o
+        return None
 
     def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
         if call is None:

@@ -98,7 +98,6 @@ def test_repeats_stop_the_loop_before_the_fourth_request(db: Path, server: Messa
     assert (event["step"], event["attributes"]["rule"], event["attributes"]["steps"]) == (4, "max_repeats", "1,2,3")
 
 
-@pytest.mark.xfail(strict=True, reason="the analyzer's stagnation rule moves to the rules layer (branch verdicts)")
 def test_the_diagnosis_names_the_steps_the_guard_named(db: Path, server: MessagesServer) -> None:
     tracing, instrumentor = guarded(db, Guard(max_repeats=3))
     try:

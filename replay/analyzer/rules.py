@@ -92,20 +92,32 @@ RULES = (stagnation, context_bomb, cap_hit, hallucinated_tool)
 # A context that grew large without overflowing is a risk, not what stopped the run: on a run that
 # ended normally ``ok`` stays primary with the risk as a secondary diagnosis. A cap marker in the
 # final message outranks a forced final answer in the same message (cap_hit before ok).
+# A loop the agent got out of is not why the run ended: it ranks after every end (stagnation:recovered).
 _PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "error", "ok", "incomplete",
-             "context_bomb")
+             "stagnation:recovered", "context_bomb")
 # Secondary diagnoses worth listing under a failure: a crash is; "ok" and "incomplete" add nothing.
 _QUIET = frozenset({"ok", "incomplete"})
 
 
-def _rank(d: Diagnosis) -> int:
+def _rank(d: Diagnosis, end: Diagnosis | None) -> int:
     key = "context_bomb:fatal" if d.label == "context_bomb" and d.evidence.get("kind") == "overflow" else d.label
+    if d.label == "stagnation" and _recovered(d, end):
+        key = "stagnation:recovered"
     return _PRIORITY.index(key)
+
+
+def _recovered(d: Diagnosis, end: Diagnosis | None) -> bool:
+    """The agent got out of the loop: the run went on after it and either ended normally, or the loop
+    was only a short streak of failing calls (``fail_repeat_min``, below the stagnation thresholds)."""
+    if d.evidence.get("ends_run", True):
+        return False
+    return d.evidence.get("kind") == "failing" or (end is not None and end.label == "ok")
 
 
 def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis]:
     """All diagnoses of ``run``, the primary first. Every run gets one: a failure rule's, or how it
-    ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``)."""
+    ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``). A loop the
+    agent recovered from is listed after how the run ended, as a secondary finding."""
     found = [d for rule in RULES if (d := rule(run, t)) is not None]
     end = run_end(run)
     if end is not None:
@@ -114,5 +126,5 @@ def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis
         found.append(end)
     if not found:
         return []
-    found.sort(key=_rank)
+    found.sort(key=lambda d: _rank(d, end))
     return [replace(found[0], is_primary=True), *(d for d in found[1:] if d.label not in _QUIET)]

@@ -32,6 +32,8 @@ class StepView:
     action_key: str | None = None  # the store's key for this call (records/actions.py)
     end_text: str | None = None  # thought, observation and events of the run's last steps, if they may hold markers
     near_key: str | None = None  # equal keys: the same words, only numbers differ (records/actions.py)
+    tokens: int | None = None  # the step's input + output tokens, on its first call only (None: unknown)
+    cost_usd: float | None = None  # the step's cost, on its first call only (None: unknown)
 
     @cached_property
     def action(self) -> str | None:

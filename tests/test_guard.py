@@ -91,7 +91,8 @@ def test_repeats_stop_the_loop_before_the_fourth_request(db: Path, server: Messa
     assert len(server.requests) == 3  # the fourth request was never sent
     assert (finding.rule, finding.status, finding.steps, finding.calls) == ("max_repeats", "stagnated", (1, 2, 3), 3)
     assert finding.spend_usd == pytest.approx(0.006)
-    assert "read_file" in str(tripped.value) and finding.evidence["failing"] is True
+    assert "the same call of 'read_file' 3 times in a row" in str(tripped.value)  # the rules layer's words
+    assert (finding.evidence["kind"], finding.evidence["wasted_usd"]) == ("repeat", pytest.approx(0.006))
     [(run_id, status, error)] = query(db, "SELECT run_id, status, error FROM runs")
     assert status == "stagnated" and run_id == finding.run_id and "max_repeats=3" in error
     [event] = events_named(db, "guard")
@@ -108,7 +109,12 @@ def test_the_diagnosis_names_the_steps_the_guard_named(db: Path, server: Message
         tracing.shutdown()
     [primary] = [d for r in analyze_store(Store(db)) for d in r.diagnoses if d.is_primary]
     assert (primary.label, primary.first_step, primary.last_step) == ("stagnation", 1, 3)
-    assert tripped.value.finding.steps == (1, 2, 3)
+    finding = tripped.value.finding
+    assert finding.steps == (1, 2, 3)
+    # One rule, two evaluations: the same kind of streak, the same spend, and the run ended in it.
+    assert (primary.evidence["kind"], primary.evidence["ends_run"]) == (finding.evidence["kind"], True)
+    assert primary.evidence["cost_usd"] == pytest.approx(finding.evidence["wasted_usd"])
+    assert "recovered" not in primary.explanation
 
 
 def test_reflect_adds_one_turn_and_a_model_that_changes_course_finishes(db: Path, server: MessagesServer) -> None:

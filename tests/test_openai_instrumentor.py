@@ -13,6 +13,8 @@ import openai
 import pytest
 
 from looptrace.loop.openai_server import ChatCompletionsServer
+from looptrace.replay.analyzer import analyze_store
+from looptrace.tracer.store import Store
 from looptrace.tracer import Guard, GuardTripped, Tracing
 from looptrace.tracer.spans.openai import OpenAIInstrumentor
 
@@ -166,6 +168,11 @@ def test_the_guard_stops_an_openai_loop(db: Path) -> None:
         tracing.shutdown()
     assert len(server.requests) == 3 and tripped.value.finding.steps == (1, 2, 3)
     assert query(db, "SELECT agent, status FROM runs") == [("stuck", "stagnated")]
+    # Three calls that did not fail: below the analyzer's default repeat_min (5), at the guard's (3), which
+    # the run records; the analyzer names the steps the guard named.
+    [primary] = [d for r in analyze_store(Store(db)) for d in r.diagnoses if d.is_primary]
+    assert (primary.label, primary.first_step, primary.last_step, primary.evidence["kind"]) == (
+        "stagnation", 1, 3, "repeat")
 
 
 def test_uninstrument_restores_the_client(db: Path) -> None:

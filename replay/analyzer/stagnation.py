@@ -56,7 +56,9 @@ def _tail(f: Finding, ends_run: bool) -> str:
 def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     actions = _actions(run)
     found = repeat_findings(acts_of(actions, t.near_same_min_bytes), t)
-    last = max((s.step for s in run.steps), default=0)
+    # A run its runtime stopped as stuck (``stagnated``: the loop, a guard) ended in its last streak, even
+    # when the stop was recorded on a step of its own (a guard's refused request).
+    last = max((s.step for s in (actions if run.status == "stagnated" else run.steps)), default=0)
     f = _pick(found, "repeat")
     if f is not None:
         a, ends = actions[f.start], f.last_step >= last

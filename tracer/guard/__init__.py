@@ -8,8 +8,8 @@ and ``looptrace collect --alert`` all run the same rules; ``spans/guarding.py`` 
 
 from __future__ import annotations
 
-from .facts import StepFacts, step_facts
+from .facts import Call, step_acts
 from .limits import ACTIONS, REFLECTION, Finding, Guard, GuardTripped
 from .state import RunGuard
 
-__all__ = ["Guard", "GuardTripped", "Finding", "ACTIONS", "REFLECTION", "RunGuard", "StepFacts", "step_facts"]
+__all__ = ["Guard", "GuardTripped", "Finding", "ACTIONS", "REFLECTION", "RunGuard", "Call", "step_acts"]

@@ -1,45 +1,29 @@
-"""What the guard knows of one finished step: plain keys, the same ones the store keeps for each call."""
+"""A finished step's tool calls as the rules layer reads them (``rules.Act``): keys, not texts.
+
+The same functions the analyzer's keys come from (``records/actions.py`` via ``rules.outcome_key``),
+so a call the guard saw and the same call read back from the store compare equal.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ..records.actions import call_key, near_observation_key, progress_key, step_key
+from ..records.actions import call_key
+from ..rules import Act, Thresholds, outcome_key
 
-__all__ = ["StepFacts", "step_facts", "NEAR_MIN_BYTES"]
+__all__ = ["step_acts", "Call"]
 
-# The analyzer's near-same threshold (replay/analyzer/thresholds.py, near_same_min_bytes): a long
-# observation that differs only in its numbers is the same outcome.
-NEAR_MIN_BYTES = 1000
-
-
-@dataclass(frozen=True)
-class StepFacts:
-    step: int
-    action_key: str | None  # records/actions.py step_key: None for a step with no tool call
-    outcome_key: str | None  # what came back, up to clock readings and ids; None without an observation
-    is_error: bool
-    tool: str | None  # the first call's tool (the "same tool failing with the same error" rule)
-    tokens: int = 0
-    cost_usd: float = 0.0
+Call = tuple[str, Any, "str | None", bool]  # (tool, arguments, observation, is_error)
 
 
-def _outcome(observation: str | None, is_error: bool) -> str:
-    if observation is None:
-        return "-"
-    key = near_observation_key(observation) if len(observation.encode("utf-8")) >= NEAR_MIN_BYTES else progress_key(
-        observation)
-    return f"{key}{'!' if is_error else ''}"
-
-
-def step_facts(step: int, calls: Sequence[tuple[str, Any, str | None, bool]], tokens: int = 0,
-               cost_usd: float = 0.0) -> StepFacts:
-    """Facts of a step from its tool calls ``(tool, args, observation, is_error)`` in call order."""
+def step_acts(step: int, calls: Sequence[Call], t: Thresholds, tokens: int | None = None,
+              cost_usd: float | None = None) -> list[Act]:
+    """One ``Act`` per call, in call order; the step's tokens and cost ride on its first call. A step
+    with no tool call is one act with no action (it breaks every streak, as in the analyzer)."""
     if not calls:
-        return StepFacts(step, None, None, False, None, tokens, cost_usd)
-    outcomes = [_outcome(obs, err) for _, _, obs, err in calls]
-    outcome = outcomes[0] if len(outcomes) == 1 else step_key(outcomes)
-    return StepFacts(step, step_key(call_key(tool, args) for tool, args, _, _ in calls), outcome,
-                     any(err for _, _, _, err in calls), calls[0][0], tokens, cost_usd)
+        return [Act(step, None, None, False, None, tokens, cost_usd)]
+    return [Act(step, call_key(tool, args), outcome_key(obs, t), is_error, tool,
+                tokens if i == 0 else None, cost_usd if i == 0 else None,
+                len(obs.encode("utf-8")) if obs is not None else 0)
+            for i, (tool, args, obs, is_error) in enumerate(calls)]

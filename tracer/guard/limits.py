@@ -7,8 +7,10 @@ action again and again is ``stagnated``, a request over the context limit is ``c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from ..rules import DEFAULT_THRESHOLDS, Thresholds
 
 __all__ = ["Guard", "GuardTripped", "Finding", "ACTIONS", "Action", "RULE_STATUS", "REFLECTION"]
 
@@ -38,8 +40,10 @@ class Guard:
     ``max_calls``: model calls per run. ``max_usd``: dollars per run, from each response's usage and the
     price table (``records/pricing.py``; a model with no price is reported once, and its calls are not
     counted as free). ``max_repeats``: the same action this many times in a row with nothing new coming
-    back (same tool and arguments, or the same tool failing with the same error), the analyzer's
-    stagnation rule. ``max_context_tokens``: the estimated input tokens of the next request.
+    back (same tool and arguments), or the same tool failing this many times with the same error: the
+    rules layer's ``repeat`` and ``failing`` rules (``looptrace.tracer.rules``), evaluated one call at a
+    time; its ``cycle`` and ``same_observation`` rules apply too, at ``thresholds`` (the analyzer's
+    defaults unless given). ``max_context_tokens``: the estimated input tokens of the next request.
 
     ``action``: ``stop`` raises ``GuardTripped`` from the model call before its request is sent;
     ``reflect`` first adds one reflection turn to the next request (repeats only: a spent dollar is
@@ -53,6 +57,7 @@ class Guard:
     max_context_tokens: int | None = None
     action: Action = "stop"
     max_reflections: int = 1
+    thresholds: Thresholds | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -68,6 +73,14 @@ class Guard:
             raise ValueError(f"Guard max_usd must be a positive number of dollars or None, got {self.max_usd!r}")
         if self.max_reflections < 0:
             raise ValueError(f"Guard max_reflections must be 0 or more, got {self.max_reflections}")
+
+    def rule_thresholds(self) -> Thresholds:
+        """The rules layer's thresholds this guard applies: ``thresholds`` (or the analyzer's defaults)
+        with ``repeat_min`` and ``fail_repeat_min`` set to ``max_repeats``."""
+        base = self.thresholds or DEFAULT_THRESHOLDS
+        if self.max_repeats is None:
+            return replace(base, repeat_min=0, fail_repeat_min=0, cycle_repeats=0, same_observation_min=0)
+        return replace(base, repeat_min=self.max_repeats, fail_repeat_min=self.max_repeats)
 
     @property
     def limits(self) -> dict[str, float | int]:

@@ -9,13 +9,14 @@ stops. A run that was stopped stays stopped: every later check returns the same 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
-from .facts import StepFacts
+from ..rules import Act, RepeatWatch
+from ..rules import Finding as Repeat
 from .limits import REFLECTION, Finding, Guard
-from .repeats import Repeat, RepeatSeam
 
-__all__ = ["RunGuard", "StepFacts"]
+__all__ = ["RunGuard", "describe"]
 
 
 class RunGuard:
@@ -27,7 +28,8 @@ class RunGuard:
         self.tokens = 0
         self.reflections = 0
         self.stopped: Finding | None = None
-        self._repeats = RepeatSeam(guard.max_repeats) if guard.max_repeats else None
+        self.thresholds = guard.rule_thresholds()
+        self._repeats = RepeatWatch(self.thresholds) if guard.max_repeats else None
         self._repeat: Repeat | None = None
         self._observed = 0  # the last step fed
         self._reported: set[tuple[str, int | None]] = set()
@@ -35,13 +37,16 @@ class RunGuard:
 
     # -- facts ------------------------------------------------------------------------------------
 
-    def observe(self, facts: StepFacts) -> None:
-        """A step that has finished (its tool results are known). Steps are fed once, in order."""
-        if facts.step <= self._observed:
+    def observe(self, step: int, acts: Sequence[Act]) -> None:
+        """A step that has finished (its tool results are known), as the rules' acts (``facts.step_acts``).
+        Steps are fed once, in order; a repeat found stays pending until ``check`` acts on it."""
+        if step <= self._observed:
             return
-        self._observed = facts.step
+        self._observed = step
         if self._repeats is not None:
-            self._repeat = self._repeats.add(facts)
+            for act in acts:
+                found = self._repeats.add_act(act)
+                self._repeat = found or self._repeat
 
     @property
     def observed(self) -> int:
@@ -83,7 +88,7 @@ class RunGuard:
             self.reflections += 1
             self.calls += 1
             self._repeat = None
-            self._repeats = RepeatSeam(self.guard.max_repeats or 2)  # count afresh from the reflection
+            self._repeats = RepeatWatch(self.thresholds)  # count afresh from the reflection, as the loop does
             return replace(found, action="reflect")
         self.stopped = replace(found, action="stop")
         return self.stopped
@@ -97,9 +102,9 @@ class RunGuard:
         if self._repeat is not None:
             r = self._repeat
             return self._finding(
-                "max_repeats", f"looptrace guard: {describe(r)} (steps {r.steps[0]}-{r.steps[-1]}); "
-                f"max_repeats={g.max_repeats}", r.steps, tool=r.tool, repeats=len(r.steps), failing=r.failing,
-                wasted_tokens=r.tokens, wasted_usd=round(r.cost_usd, 6))
+                "max_repeats", f"looptrace guard: {r.message}; max_repeats={g.max_repeats}", r.steps,
+                kind=r.rule, tool=r.tool, repeats=r.calls, period=r.period, detail=describe(r),
+                wasted_tokens=r.tokens, wasted_usd=None if r.cost_usd is None else round(r.cost_usd, 6))
         if g.max_calls is not None and self.calls >= g.max_calls:
             return self._finding("max_calls", f"looptrace guard: {self.calls} model calls made; max_calls={g.max_calls}")
         if g.max_usd is not None and self.spend_usd >= g.max_usd:
@@ -114,10 +119,15 @@ class RunGuard:
 
     def reflection(self, finding: Finding) -> str:
         """The reflection turn for a repeat finding."""
-        return REFLECTION.format(detail=finding.message.removeprefix("looptrace guard: ").split(" (steps")[0])
+        return REFLECTION.format(detail=finding.evidence.get("detail") or finding.message)
 
 
 def describe(r: Repeat) -> str:
-    if r.failing:
-        return f"called {r.tool} {len(r.steps)} times in a row and it failed with the same error each time"
-    return f"called {r.tool} with the same arguments {len(r.steps)} times in a row with the same result"
+    """The repeat in the agent's terms, for its reflection turn."""
+    if r.rule == "failing":
+        return f"called {r.tool} {r.calls} times in a row and it failed with the same error each time"
+    if r.rule == "repeat":
+        return f"called {r.tool} with the same arguments {r.calls} times in a row, with nothing new coming back"
+    if r.rule == "cycle":
+        return f"repeated the same {r.period} actions {r.calls // r.period} times over with the same results"
+    return f"got the same answer from {r.calls} different actions in a row"

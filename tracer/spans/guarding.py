@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..guard import Finding, Guard, GuardTripped, RunGuard, step_facts
+from ..guard import Finding, Guard, GuardTripped, RunGuard, step_acts
 from ..records.pricing import price_of
 from ..records.text import to_json
 
@@ -31,7 +31,9 @@ log = logging.getLogger("looptrace.guard")
 
 GUARD_EVENT = "guard"
 UNPRICED_EVENT = "guard_unpriced"
-_CHARS_PER_TOKEN = 4.0  # before the first response calibrates it
+_CHARS_PER_TOKEN = 4.0
+# The rules layer's thresholds a guard sets or applies: recorded with the run for the analyzer.
+GUARD_THRESHOLDS = ("repeat_min", "fail_repeat_min", "cycle_repeats", "cycle_max_period", "same_observation_min")  # before the first response calibrates it
 
 
 class GuardedRun:
@@ -46,6 +48,12 @@ class GuardedRun:
         self._usage: dict[int, tuple[int, float]] = {}
         self._chars_per_token = _CHARS_PER_TOKEN
         self._last_chars = 0
+
+    def describe(self) -> str:
+        """The guard as the run records it (``looptrace.run.guard``): limits, action, rule thresholds."""
+        t = self.state.thresholds
+        return to_json({"limits": self.guard.limits, "action": self.guard.action,
+                        "thresholds": {k: getattr(t, k) for k in GUARD_THRESHOLDS}})
 
     # -- facts, from the manual API's hooks -------------------------------------------------------
 
@@ -105,8 +113,10 @@ class GuardedRun:
             for index in sorted(set(self._calls) | set(self._usage)):
                 if self.state.observed < index < current:
                     calls = self._calls.pop(index, {})
-                    tokens, usd = self._usage.pop(index, (0, 0.0))
-                    self.state.observe(step_facts(index, [calls[i] for i in sorted(calls)], tokens, usd))
+                    usage = self._usage.pop(index, None)
+                    acts = step_acts(index, [calls[i] for i in sorted(calls)], self.state.thresholds,
+                                     *(usage or (None, None)))
+                    self.state.observe(index, acts)
             tokens_estimate = None
             if self.guard.max_context_tokens is not None:
                 self._last_chars = len(to_json(request))

@@ -137,6 +137,7 @@ class Run(_SpanScope):
 
         if self.guard is None:
             self.guard = GuardedRun(guard, self)
+            self.span.set_attribute(c.RUN_GUARD, self.guard.describe())
         return self.guard
 
     def __enter__(self) -> Run:

@@ -9,6 +9,9 @@ It also answers ``stream: true`` (``chat.completion.chunk`` events) and the Resp
 (``POST /v1/responses``, plain or streamed), from the same script: the instrumentor tests drive every
 shape the ``openai`` SDK sends.
 
+A script may also answer with a whole body (``choices`` or ``object: response``), served as it is, or
+with ``{"status": 400, "error": {...}}``: ``looptrace serve`` plays an OpenAI-client recording this way.
+
 The script is a function from the request body to the assistant's message (``{"content": ...}`` and/or
 ``{"tool_calls": [{"id", "name", "arguments"}]}``; a missing id becomes ``call_...``), so the server holds no conversation state: a
 framework that retries or re-sends a request gets the same answer.
@@ -91,7 +94,8 @@ def chat_chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
         chunks.append({**head, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
             {"index": n, "function": {"arguments": args[5:]}}]}}]})
     chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
-    chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    if completion.get("usage"):
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
     return chunks
 
 
@@ -149,6 +153,11 @@ class ChatCompletionsServer:
                 message = self._handler(body)
             except Exception as err:  # noqa: BLE001 - reported in the 500 body, where a failing test looks
                 return 500, {"error": {"message": f"script handler raised {err!r}", "type": "server_error"}}
+        # A whole body (a recording served back by ``looptrace serve``) goes out as it is; so does an error.
+        if "choices" in message or message.get("object") == "response":
+            return 200, message
+        if message.get("error"):
+            return int(message.get("status") or 400), {"error": message["error"]}
         if responses:
             return 200, response_body(message, body, f"resp_{n:08d}")
         return 200, chat_completion(message, body, f"chatcmpl-{n:08d}")

@@ -14,6 +14,8 @@ import pytest
 
 from looptrace.loop.openai_server import ChatCompletionsServer
 from looptrace.replay.analyzer import analyze_store
+from looptrace.replay.recording import load_recording
+from looptrace.replay.serve import OpenAIRecordingHandler, is_openai
 from looptrace.tracer.store import Store
 from looptrace.tracer import Guard, GuardTripped, Tracing
 from looptrace.tracer.spans.openai import OpenAIInstrumentor
@@ -127,6 +129,25 @@ def test_an_uninstrumented_openai_agent_becomes_a_run_with_steps(db: Path, traci
     [(tools, response)] = query(db, "SELECT tools, response FROM llm_call_records WHERE tools IS NOT NULL")
     assert json.loads(tools) == (CHAT_TOOLS if api == "chat" else RESPONSE_TOOLS)
     assert "read_file" in response
+
+
+@pytest.mark.parametrize("api,stream", [("chat", False), ("chat", True), ("responses", False)])
+def test_looptrace_serve_plays_an_openai_client_run_back(db: Path, tracing: Tracing, api: str, stream: bool) -> None:
+    agent = chat_agent if api == "chat" else responses_agent
+    with ChatCompletionsServer(two_reads) as live:
+        agent(openai.OpenAI(base_url=live.base_url, api_key="test", max_retries=0), stream)
+    tracing.shutdown()
+    recording = load_recording(Store(db), query(db, "SELECT run_id FROM runs")[0][0], need_config=False)
+    assert is_openai(recording)
+    handler = OpenAIRecordingHandler(recording)
+    with ChatCompletionsServer(handler) as served:
+        client = openai.OpenAI(base_url=served.base_url, api_key="test", max_retries=0)
+        assert agent(client, stream) == "a.txt says alpha"  # offline: every answer is the recorded one
+        assert (handler.served, handler.drifts) == (3, [])
+    with ChatCompletionsServer(OpenAIRecordingHandler(recording)) as served:
+        client = openai.OpenAI(base_url=served.base_url, api_key="test", max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="request 1 .* drifted from the recording"):
+            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "something else"}])
 
 
 def test_async_calls_are_recorded(db: Path, tracing: Tracing) -> None:

@@ -162,7 +162,10 @@ class ClientInstrumentor:
                 found = self._rewritten(hashes, task)
             if found is None:
                 run = self.tracing.run(self.agent, task=task, model=request.get("model"), guard=self.guard)
-                found, seen = _Implicit(run, hashes, run.requests, task=task), 0
+                # The run's RequestLog hashes a request's ``messages``; a conversation carried elsewhere
+                # (the Responses API's ``input``) gets a digest of its own, or the log's would be misled.
+                digest = run.requests if "messages" in request else ConversationDigest()
+                found, seen = _Implicit(run, hashes, digest, task=task), 0
                 self._open.append(found)
             else:
                 seen = next((i for i, (a, b) in enumerate(zip(found.hashes, hashes)) if a != b),

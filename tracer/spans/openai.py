@@ -55,7 +55,13 @@ class OpenAIDialect:
     provider = "openai"
 
     def request(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in kwargs.items() if type(v).__name__ not in _SENTINELS}
+        out = {k: v for k, v in kwargs.items() if type(v).__name__ not in _SENTINELS}
+        # The Responses conversation is a parameter, not ``messages``: a copy, so an agent that appends
+        # to its list in place does not change the request already recorded (records/requests.py
+        # compares parameters with the last call's to redact them once).
+        if isinstance(out.get("input"), list):
+            out["input"] = list(out["input"])
+        return out
 
     def messages(self, request: dict[str, Any]) -> list[Any]:
         if "messages" in request:

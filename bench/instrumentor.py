@@ -128,7 +128,10 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
         out.append(Result(f"guard's added CPU per call ({limits}) vs the instrumentor's own", "ms", guard, ours,
                           f"ratio <= {GOAL_GUARD:g}x", guard <= GOAL_GUARD * ours,
                           note="the instrumentor with a Guard minus the instrumentor alone, same loop, medians; "
-                               "no limit trips, so every call pays for every check" if variant == "looptrace+guard"
+                               "no limit trips, so every call pays for every check. A difference of two processes' "
+                               "CPU: on a shared machine its noise (measured from -0.4 to +0.7 ms between runs) is "
+                               "larger than the guard; the next row times the guard's hooks themselves"
+                          if variant == "looptrace+guard"
                           else ""))
     out.append(Result("guard's own hooks per call, timed directly, vs the instrumentor's own", "ms", guard_hooks,
                       ours, f"ratio <= {GOAL_GUARD:g}x", guard_hooks <= GOAL_GUARD * ours,

@@ -4,8 +4,9 @@ The repeat rules themselves (the same action with no new outcome, the same tool 
 cycle, different actions with one answer) are defined once in the rules layer
 (``looptrace.tracer.rules``), where the loop's own stop and a live guard evaluate them too. This
 module turns a run's calls into the rules' plain ``Act`` values, picks the finding to report and
-writes its evidence: the steps, their tokens and cost, and whether the run ended in the streak or
-the agent recovered (``ends_run``; ``rules.diagnose`` makes a recovered loop a secondary finding).
+writes its evidence: the steps, their tokens and cost, and whether the run ended in the streak (no
+action after it: ``ends_run``) or the agent went on (``rules.diagnose`` makes a loop the agent
+recovered from a secondary finding).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ def _actions(run: RunView) -> list[StepView]:
 def acts_of(actions: Sequence[StepView], near_min_bytes: int) -> list[Act]:
     """Each call as the rules read it: action key, outcome key (near-same when the observation is at
     least ``near_min_bytes`` long, as ``rules.outcome_key`` decides), failure, tool, spend, size."""
-    return [Act(a.step, a.action,
-                a.near_key if a.near_key is not None and a.observation_bytes >= near_min_bytes else a.observation_key,
-                a.is_error, a.tool, a.tokens, a.cost_usd, a.observation_bytes) for a in actions]
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: this runs once per action of every run.
+    new = tuple.__new__
+    return [new(Act, (a.step, a.action,
+                      a.near_key if a.near_key is not None and a.observation_bytes >= near_min_bytes
+                      else a.observation_key, a.is_error, a.tool, a.tokens, a.cost_usd, a.observation_bytes))
+            for a in actions]
 
 
 def _pick(found: list[Finding], rule: str) -> Finding | None:
@@ -56,12 +60,9 @@ def _tail(f: Finding, ends_run: bool) -> str:
 def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     actions = _actions(run)
     found = repeat_findings(acts_of(actions, t.near_same_min_bytes), t)
-    # A run its runtime stopped as stuck (``stagnated``: the loop, a guard) ended in its last streak, even
-    # when the stop was recorded on a step of its own (a guard's refused request).
-    last = max((s.step for s in (actions if run.status == "stagnated" else run.steps)), default=0)
     f = _pick(found, "repeat")
     if f is not None:
-        a, ends = actions[f.start], f.last_step >= last
+        a, ends = actions[f.start], f.start + f.calls == len(actions)
         new = f.calls - f.no_progress + 1
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
@@ -72,7 +73,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
         )
     f = _pick(found, "cycle")
     if f is not None:
-        cycle, ends = actions[f.start:f.start + f.period], f.last_step >= last
+        cycle, ends = actions[f.start:f.start + f.period], f.start + f.calls == len(actions)
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
             f"A cycle of {f.period} actions ({'; '.join(describe_action(a) for a in cycle)}) repeated "
@@ -82,7 +83,7 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
         )
     f = _pick(found, "same_observation")
     if f is not None:
-        first, final, ends = actions[f.start], actions[f.start + f.calls - 1], f.last_step >= last
+        first, final, ends = actions[f.start], actions[f.start + f.calls - 1], f.start + f.calls == len(actions)
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,
             f"{f.calls} actions in a row returned the same observation, from {describe_action(first)} "
@@ -93,8 +94,8 @@ def stagnation(run: RunView, t: Thresholds) -> Diagnosis | None:
     failing = [g for g in found if g.rule == "failing"]
     if failing:
         # The streak the run ended in, else the longest: the one a user must look at first.
-        f = max(failing, key=lambda g: (g.last_step >= last, g.calls, -g.start))
-        a, ends = actions[f.start], f.last_step >= last
+        f = max(failing, key=lambda g: (g.start + g.calls == len(actions), g.calls, -g.start))
+        a, ends = actions[f.start], f.start + f.calls == len(actions)
         same_args = len({x.action for x in actions[f.start:f.start + f.calls]}) == 1
         return Diagnosis(
             "stagnation", f.first_step, f.last_step,

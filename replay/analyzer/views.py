@@ -60,17 +60,27 @@ class RunView:
     answer: str | None = None
     attributes: str | None = None  # JSON text of the run's recorded attributes
 
-    @cached_property
-    def markers(self) -> list[MarkerHit]:
-        """End markers (markers.py) in the run's status, error, answer, attributes and last steps."""
+    def end_texts(self) -> list[tuple[str, str | None]]:
+        """(where, text) of every place an end marker is looked for: the run's error, answer (its
+        beginning and end), attributes and its last ``TAIL_STEPS`` steps."""
         texts: list[tuple[str, str | None]] = [("error", self.error), ("answer", _ends(self.answer)),
                                                ("attributes", _attribute_text(self.attributes))]
         last = max((s.step for s in self.steps), default=0)
         texts += [(f"step {s.step}", s.end_text) for s in self.steps if s.step > last - TAIL_STEPS]
-        return find_markers(texts, self.status)
+        return texts
+
+    @cached_property
+    def markers(self) -> list[MarkerHit]:
+        """End markers (markers.py) in the run's status, error, answer, attributes and last steps."""
+        return find_markers(self.end_texts(), self.status)
 
     def marked(self, label: str) -> MarkerHit | None:
         return next((m for m in self.markers if m.label == label), None)
+
+    @cached_property
+    def attribute_values(self) -> dict[str, Any]:
+        """The run's recorded attributes, parsed (empty when none or not a JSON object)."""
+        return _attributes(self.attributes)
 
     @cached_property
     def window(self) -> int | None:

@@ -44,8 +44,9 @@ def repeats(acts: Sequence[Act], t: Thresholds) -> list[Finding]:
         return []
     out = []
     bounds = _bounds([a.action for a in acts])
-    for start, end in zip(bounds, bounds[1:]):
-        if end - start < t.repeat_min or acts[start].action is None:
+    k = t.repeat_min
+    for start, end in [(s, e) for s, e in zip(bounds, bounds[1:]) if e - s >= k]:
+        if acts[start].action is None:
             continue
         seen: set[tuple[str | None, bool]] = set()
         stalled, tripped = 0, None
@@ -73,12 +74,14 @@ def failing(acts: Sequence[Act], t: Thresholds) -> list[Finding]:
     if t.fail_repeat_min < 2:
         return []
     out = []
-    n, i = len(acts), 0
-    while i < n:
-        a = acts[i]
-        if not (a.is_error and a.action is not None):
-            i += 1
+    n = len(acts)
+    # Most calls succeed: only a failed call can start a streak (looked up in C, not a Python loop).
+    starts = list(compress(range(n), [a.is_error for a in acts]))
+    i = 0
+    for s in starts:
+        if s < i or acts[s].action is None:
             continue
+        i = s
         j = i + 1
         while j < n and _fails_on(acts[j - 1], acts[j]):
             j += 1
@@ -96,20 +99,17 @@ def cycles(acts: Sequence[Act], t: Thresholds) -> list[Finding]:
     keys = [(a.action, a.outcome, a.is_error) for a in acts]
     for period in range(2, t.cycle_max_period + 1):
         need = period * t.cycle_repeats
-        same = list(map(eq, keys[period:], keys))  # same[j]: keys[j + period] == keys[j]
-        j, n = 0, len(same)
-        while j < n:
-            if not same[j]:
-                j += 1
+        same = map(eq, keys[period:], keys)  # same[j]: keys[j + period] == keys[j]
+        hits = list(compress(range(len(keys) - period), same))
+        # Runs of consecutive j with same[j]: each is a stretch acts[j .. k + period - 1].
+        breaks = [0, *compress(range(1, len(hits)), map(ne, hits[1:], map((1).__add__, hits))), len(hits)]
+        for first, last in zip(breaks, breaks[1:]):
+            if first == last:
                 continue
-            k = j
-            while k < n and same[k]:
-                k += 1
-            start, length = j, k - j + period  # acts[j .. k + period - 1]
+            start, length = hits[first], hits[last - 1] - hits[first] + 1 + period
             head = acts[start:start + period]
             if length >= need and len({a.action for a in head}) >= 2 and all(a.action is not None for a in head):
                 out.append(finding("cycle", acts, start, length, acts[start + need - 1].step, period=period))
-            j = k
     return out
 
 
@@ -119,8 +119,9 @@ def same_observations(acts: Sequence[Act], t: Thresholds) -> list[Finding]:
         return []
     out = []
     bounds = _bounds([a.outcome for a in acts])
-    for start, end in zip(bounds, bounds[1:]):
-        if end - start < t.same_observation_min or not _informative(acts[start], t):
+    k = t.same_observation_min
+    for start, end in [(s, e) for s, e in zip(bounds, bounds[1:]) if e - s >= k]:
+        if not _informative(acts[start], t):
             continue
         first = acts[start].action
         # Trips where the count is reached and a second distinct action has been seen.

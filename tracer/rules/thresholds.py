@@ -53,6 +53,10 @@ class Thresholds:
     """hallucinated_tool: share of actions that call unknown tools, break the schema or cannot be parsed."""
     hallucination_min: int = 2
     """hallucinated_tool: at least this many such actions (unless one ends the run)."""
+    chat_round_limit: int = 0
+    """cap_hit: the round (message) limit your group chats run with (AG2's ``max_round``, which the
+    files a user saves do not record); a chat with no recorded end whose message or turn count is
+    this stopped at the limit. 0: none (a limit the run records itself is always read)."""
 
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import duckdb
+from typing import TYPE_CHECKING
 
-from looptrace.replay.analyzer.analyze import load_runs
-from looptrace.replay.analyzer.stagnation import stagnation
-from looptrace.tracer.rules import DEFAULT_THRESHOLDS, Thresholds
+if TYPE_CHECKING:
+    import duckdb
+
+    from looptrace.tracer.rules import Thresholds
 
 __all__ = ["live_findings", "describe", "MAX_LIVE_RUNS"]
 
@@ -33,8 +34,14 @@ def describe(evidence: dict[str, object]) -> str:
 
 
 def live_findings(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str],
-                  t: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, str]:
-    """For each of ``run_ids`` inside a streak now, the streak in a few words."""
+                  t: Thresholds | None = None) -> dict[str, str]:
+    """For each of ``run_ids`` inside a streak now, the streak in a few words. The analyzer is imported
+    here, when a page has a running run: the viewer's start-up does not pay for it."""
+    from looptrace.replay.analyzer.analyze import load_runs
+    from looptrace.replay.analyzer.stagnation import stagnation
+    from looptrace.tracer.rules import DEFAULT_THRESHOLDS
+
+    t = t or DEFAULT_THRESHOLDS
     out = {}
     for run in load_runs(conn, list(run_ids)[:MAX_LIVE_RUNS]):
         found = stagnation(run, t)

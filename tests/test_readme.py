@@ -51,6 +51,10 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     done = subprocess.run([PYTHON, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
+    if "Guard(" in code:  # the guard stopped the stuck agent after its third identical call, and said so
+        assert done.stdout.split()[:4] == ["max_repeats", "(1,", "2,", "3)"], done.stdout
+        assert query(tmp_path / "traces.duckdb", "SELECT agent, status FROM runs") == [("stuck", "stagnated")]
+        return
     if "Tracing(" in code:  # what it traced is in the store
         assert query(tmp_path / "traces.duckdb", "SELECT count(*) FROM runs WHERE status = 'ok'") == [(1,)]
     if "AnthropicInstrumentor(" in code:  # under the agent name it was given
@@ -65,7 +69,7 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_looptrace_serve_lenient_answers_the_readmes_loop(tmp_path: Path) -> None:
     # Record the README's instrumented loop, serve that run, and run the same loop against it.
-    [code] = [b for b in BLOCKS if "AnthropicInstrumentor(" in b]
+    [code] = [b for b in BLOCKS if "AnthropicInstrumentor(" in b and "Guard(" not in b]
     done = subprocess.run([PYTHON, "-c", code], cwd=tmp_path, env=python_env(), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

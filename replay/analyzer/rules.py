@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from .context import context_bomb
 from .ending import END_LABELS, normal_end, run_end
+from .guarded import guarded_thresholds
 from .stagnation import stagnation
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .views import Diagnosis, RunView, StepView
@@ -158,6 +159,7 @@ def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis
     """All diagnoses of ``run``, the primary first. Every run gets one: a failure rule's, or how it
     ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``). A loop the
     agent recovered from is listed after how the run ended, as a secondary finding."""
+    t = guarded_thresholds(run, t)  # a guarded run: the guard's thresholds too (guarded.py)
     found = [d for rule in RULES if (d := rule(run, t)) is not None]
     end = run_end(run)
     if end is not None:

@@ -107,7 +107,7 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
     journal = _journal(args)
     for grpc_port in tries:
         receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
-                                max_body=int(args.max_body_mb * (1 << 20)), **journal)
+                                max_body=int(args.max_body_mb * (1 << 20)), alerts=_alerts(args), **journal)
         try:
             return receiver.start()
         except PortTaken as exc:
@@ -118,6 +118,21 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
             print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
             return None
     return None
+
+
+def _alerts(args: argparse.Namespace) -> Any:
+    """``--alert`` / ``--alert-url``: the rules on runs still going (otlp/alerts.py), or None."""
+    if not (args.alert or args.alert_url):
+        return None
+    from dataclasses import replace
+
+    from ..rules import DEFAULT_THRESHOLDS
+    from .otlp.alerts import Alerts
+
+    t = DEFAULT_THRESHOLDS
+    if args.alert_repeats is not None:
+        t = replace(t, repeat_min=args.alert_repeats, fail_repeat_min=args.alert_repeats)
+    return Alerts(args.alert, args.alert_url, thresholds=t, max_usd=args.alert_max_usd, timeout=args.alert_timeout)
 
 
 def _journal(args: argparse.Namespace) -> dict[str, Any]:
@@ -185,7 +200,13 @@ def _collect(args: argparse.Namespace) -> int:
             if diagnosing.is_alive():
                 diagnosing.join()
             receiver.stop()
+            if receiver.alerts is not None:
+                receiver.alerts.close(timeout=receiver.alerts.timeout + 5)
     s = receiver.stats
+    if receiver.alerts is not None:
+        a = receiver.alerts.stats
+        print(f"looptrace collect: {count(a.findings, 'alert')} on runs still going: {a.fired} fired, {a.failed} failed, "
+              f"{a.timed_out} timed out, {a.dropped} dropped", flush=True)
     print(f"looptrace collect: {count(s.spans_written, 'span')} written in {count(s.traces_written, 'trace')} "
           f"({s.incomplete_traces} incomplete, {s.late_spans} late, {count(s.duplicate_spans, 'duplicate')} dropped); "
           f"{count(s.requests, 'export request')}, {s.rejected} refused", flush=True)
@@ -234,4 +255,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--diagnose-every", type=float, default=5.0, metavar="SECONDS",
                    help="diagnose newly written runs this often while collecting, and once at the end "
                    "(default 5; 0 turns it off)")
+    p.add_argument("--alert", default=None, metavar="COMMAND",
+                   help="run COMMAND (with /bin/sh) once per running run and finding of the stagnation rules "
+                   "(docs/guards.md): the finding as JSON on stdin and in LOOPTRACE_RUN_ID, LOOPTRACE_AGENT, "
+                   "LOOPTRACE_RULE, LOOPTRACE_STEPS, LOOPTRACE_TOOL, LOOPTRACE_SPEND_USD, LOOPTRACE_MESSAGE")
+    p.add_argument("--alert-url", default=None, metavar="URL", help="POST each finding to URL as JSON")
+    p.add_argument("--alert-repeats", type=int, default=None, metavar="N",
+                   help="alert on N identical calls (or N same failures) in a row (default: the analyzer's thresholds)")
+    p.add_argument("--alert-max-usd", type=float, default=None, metavar="USD", help="alert when a run's spend reaches USD")
+    p.add_argument("--alert-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="kill an alert command (or give up a POST) after this long (default 10)")
     p.set_defaults(func=_collect)

@@ -61,6 +61,7 @@ from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
 from ...store import StoreError
 from ...store.backend import RowWriter, catalog_name
+from .alerts import Alerts
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
 from .events import PlainLog
 from .log_journal import LOG_JOURNAL, log_journal_rows
@@ -90,7 +91,8 @@ class OtlpReceiver:
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
                  redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000,
                  prune_every: float | None = 300.0, journal_db: str | os.PathLike[str] | None = None,
-                 writer: RowWriter | None = None, preview_every: float | None = 1.0) -> None:
+                 writer: RowWriter | None = None, preview_every: float | None = 1.0,
+                 alerts: Alerts | None = None) -> None:
         self.db = os.fspath(db)
         # Where the journal lives: the store itself, or a local DuckDB file when ``db`` cannot hold it
         # (an Iceberg catalog: ``writer`` then writes traces there and closes them in that file).
@@ -107,6 +109,7 @@ class OtlpReceiver:
         previews = preview_every is not None and writer is None and catalog_name(self.db) is None
         self._previews = Sink(self.db, redactor=self._sink.redactor, durable=False) if previews else None
         self._preview_every = preview_every or 0.0
+        self.alerts = alerts if previews else None  # the rules on runs still going, read from the previews
         self._preview_due = 0.0
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans, previews=previews)
@@ -399,7 +402,11 @@ class OtlpReceiver:
                 revision = time.time_ns()  # taken under the lock: a later final write outranks it (live.py)
                 traces = self._buffer.previews()
             if traces:
-                rows = merge(preview_rows(tid, self._buffer.rows_of(spans), revision) for tid, spans in traces)
+                mapped_rows = [(tid, self._buffer.rows_of(spans)) for tid, spans in traces]
+                if self.alerts is not None:
+                    for _, trace_rows in mapped_rows:
+                        self.alerts.check(trace_rows)  # queues hooks; never raises, never runs one here
+                rows = merge(preview_rows(tid, trace_rows, revision) for tid, trace_rows in mapped_rows)
                 mapped = time.monotonic()
                 self._previews.write(rows)
                 self.previews_written += len(traces)

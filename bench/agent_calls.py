@@ -141,7 +141,9 @@ def main(variant: str, base_url: str, db: str, calls: int) -> dict[str, Any]:
     if variant.startswith("looptrace"):
         from looptrace.tracer.store import Store
 
+        t0 = time.perf_counter()
         kept.shutdown()  # absorbs the segments: the durable, queryable form
+        out["shutdown_wall"] = time.perf_counter() - t0
         with Store(db).reader(locked_down=False) as conn:
             out["llm_calls_stored"] = conn.execute("SELECT count(*) FROM llm_calls").fetchone()[0]
             out["steps_stored"] = conn.execute("SELECT count(DISTINCT (run_id, step)) FROM steps").fetchone()[0]

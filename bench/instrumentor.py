@@ -104,6 +104,7 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
     ours = _cpu_ms(results["looptrace"]) - bare
     flush_ours = median([r["flush_wall"] * 1e3 for r in results["looptrace"]])
     flush_cpu = median([r["flush_cpu"] * 1e3 for r in results["looptrace"]])
+    shutdown = median([r["shutdown_wall"] * 1e3 for r in results["looptrace"]])
     stored = min(r["llm_calls_stored"] for r in results["looptrace"])
     out: list[Result] = []
     for variant, name in PEERS.items():
@@ -121,7 +122,8 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
                           flush_ours <= GOAL_FLUSH * theirs,
                           note=f"looptrace's flush writes and fsyncs a segment (durable, queryable; {flush_cpu:.1f} ms "
                                "of it CPU, the rest waiting for the disk); the peers' flush hands spans to an "
-                               "in-memory list" if variant == "openllmetry" else ""))
+                               f"in-memory list. Then Tracing.shutdown() (compaction at exit: the store created, "
+                               f"segments absorbed and deleted): {shutdown:.0f} ms" if variant == "openllmetry" else ""))
     for variant, limits in (("looptrace+guard", "max_calls, max_usd, max_repeats"),
                             ("looptrace+guard+context", "and max_context_tokens")):
         guard = _cpu_ms(results[variant]) - bare - ours

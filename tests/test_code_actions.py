@@ -13,6 +13,9 @@ OTLP/HTTP) or ``looptrace import`` (an exported span tree, OTLP JSON):
   TinyAgent and LangChain agent under any-agent's own tracing, which writes ``gen_ai.tool.args`` and
   ``gen_ai.output``.
 
+On each, the analyzer's verdicts (the rules of the verdicts branch, merged): the runs end ok on their end
+tool or final answer, and a recovered loop is a secondary stagnation finding.
+
 The fast tests build spans inline for what no installed writer produces (a span carrying both spellings,
 recorded costs, the same code three times).
 """
@@ -72,6 +75,12 @@ def _calls(db: Path, run_id: str) -> list[tuple[Any, ...]]:
             for step, tool, args, obs, err, key in rows]
 
 
+def _verdicts(db: Path) -> dict[str, list[tuple[str, bool, int | None, int | None]]]:
+    """The analyzer's diagnoses of each run: (label, primary, first step, last step), the primary first."""
+    return {r.run_id: [(d.label, d.is_primary, d.first_step, d.last_step) for d in r.diagnoses]
+            for r in analyze_store(Store(db), write=False)}
+
+
 # -- a CodeAgent with a managed agent ------------------------------------------------------------------
 
 
@@ -111,6 +120,11 @@ def test_managed_agent(client: str, mode: str, tmp_path: Path) -> None:
     assert len({c[5] for c in failing}) == 1 and failing[0][5] == call_key("read_file", {"path": "missing.txt"})
     assert calls[3:] and calls[3][:5] == (4, "read_file", {"path": "notes.txt"}, NOTES, False)
     assert [c[:3] for c in calls[4:]] == [(5, "final_answer", {"answer": NOTES})]  # the sub-agent's end tool
+    # The analyzer's verdicts (the verdicts branch): both end ok on their end tool; the sub-agent's three
+    # identical failing calls are a stagnation finding on steps 1-3, secondary since it recovered.
+    verdicts = _verdicts(db)
+    assert [v[:2] for v in verdicts[manager]] == [("ok", True)]
+    assert [v[:2] for v in verdicts[sub]][0] == ("ok", True) and ("stagnation", False, 1, 3) in verdicts[sub]
 
 
 @pytest.mark.slow
@@ -131,6 +145,8 @@ def test_code_agent_repeating_failing_code(mode: str, tmp_path: Path) -> None:
     assert rows[0][3].startswith("Execution logs:\nlooking")  # what running the code printed
     assert {(obs, err, key) for *_, obs, err, key in rows[1:4]} == {
         (MISSING_ERROR, "FileNotFoundError", call_key("read_file", {"path": "missing.txt"}))}
+    verdicts = _verdicts(db)[run_id]
+    assert verdicts[0][:2] == ("ok", True) and ("stagnation", False, 2, 4) in verdicts
 
 
 @pytest.mark.slow
@@ -169,6 +185,7 @@ def test_small_task_on_seven_agents(module: str, client: str, tmp_path: Path) ->
     _run(module, client, small_script, db, mode, tmp_path)
     [(run_id, status, answer)] = query(db, "SELECT run_id, status, answer FROM runs")
     assert (status, answer) == ("ok", ANSWER)
+    assert [v[:2] for v in _verdicts(db)[run_id]] == [("ok", True)]  # ended normally, nothing else found
     calls = [c[1:5] for c in _calls(db, run_id) if c[1] != "final_answer"]  # a CodeAgent keeps it as a call
     assert calls == [("read_file", {"path": "a.txt"}, "contents of a.txt", False),
                      ("read_file", {"path": "b.txt"}, "contents of b.txt", False)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,19 +39,48 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-__all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES", "as_store_arrow",
-           "retrying", "planning_order"]
+__all__ = ["CatalogStore", "CatalogError", "CatalogUnavailable", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES",
+           "as_store_arrow", "retrying", "planning_order"]
 
 EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
 _PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
                "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
+# A lost connection to the catalog's database is retried this long before it is reported: enough for
+# a pooled connection a server restart closed to be replaced, short enough that a receiver's flusher
+# is soon back to answering from its journal (it retries the whole write on its next round).
+UNAVAILABLE_GRACE = 3.0
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
 
 class CatalogError(StoreError):
     """A catalog that cannot be loaded, read or written, with what to do about it."""
+
+
+class CatalogUnavailable(CatalogError, OSError):
+    """The catalog's database cannot be reached (down, restarting, a network cut), or its warehouse
+    refuses a file (full, read-only, gone). An ``OSError`` too, like a full disk under a DuckDB store:
+    a writer that can wait (the receiver, its spans in its journal) holds the rows and tries again."""
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A failed or lost connection to the catalog's database (SQLAlchemy's disconnect errors), not a
+    statement the database refused; SQLite's "locked" is a race (``_transient``), not this."""
+    try:
+        from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    except ImportError:
+        return False
+    if not isinstance(exc, DBAPIError) or _transient(exc):
+        return False
+    return bool(exc.connection_invalidated) or isinstance(exc, (OperationalError, InterfaceError))
+
+
+def _unavailable(what: str, exc: BaseException) -> CatalogUnavailable:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, OSError):
+        return CatalogUnavailable(f"{what}: the warehouse refused a file ({first})")
+    return CatalogUnavailable(f"{what}: the catalog's database is unreachable ({first})")
 
 
 def load_catalog(name: str) -> Catalog:
@@ -64,7 +94,13 @@ def load_catalog(name: str) -> Catalog:
 
         # pyiceberg reads .pyiceberg.yaml and the environment once, at import; read them now, so a
         # long-lived process (a test run, a notebook) sees the configuration as it is when it opens.
-        return _load(name, **(Config().get_catalog_config(name) or {}))
+        config = Config().get_catalog_config(name) or {}
+        # Several writers opening a new PostgreSQL catalog at once race to create pyiceberg's own
+        # tables there (a duplicate-key error for the loser): the tables exist then, so open again.
+        return retrying(lambda: _load(name, **config), f"opening catalog {name!r}",
+                        deadline=10.0, also=_created_meanwhile)
+    except CatalogUnavailable as exc:
+        raise CatalogUnavailable(f"catalog {name!r} cannot be loaded: {exc}") from exc.__cause__
     except ImportError as exc:
         raise CatalogError(f"catalog {name!r} needs a package pyiceberg could not import ({exc}): {EXTRA_HINT}") from None
     except Exception as exc:  # noqa: BLE001 - pyiceberg raises ValueError, NotInstalledError, ...: one message
@@ -78,24 +114,45 @@ def _transient(exc: BaseException) -> bool:
     """A commit that lost a race pyiceberg gave up on, or SQLite busy with another writer."""
     if isinstance(exc, StoreError):
         return False
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
 
-    if isinstance(exc, CommitFailedException):
+    # ValidationException: a delete or overwrite found files added meanwhile in the partitions it
+    # touches (another writer's runs: same bucket, not the same rows); refreshed, it commits.
+    if isinstance(exc, (CommitFailedException, ValidationException)):
         return True
     text = str(exc).lower()
     return "database is locked" in text or "database table is locked" in text
 
 
-def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
-    stop = time.monotonic() + deadline
+def _created_meanwhile(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "duplicate key" in text or "already exists" in text
+
+
+def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0,
+             also: Callable[[BaseException], bool] | None = None, *, idempotent: bool = True) -> _T:
+    """``fn()``, again while it loses races (``_transient``, or ``also``) until ``deadline`` seconds.
+    A database that cannot be reached is tried for ``UNAVAILABLE_GRACE`` seconds, then reported, like
+    a warehouse that refuses a file, as ``CatalogUnavailable`` (an OSError: the caller may wait).
+    Not ``idempotent`` (an append): a connection lost during the commit may have lost only the answer,
+    so it is reported at once; the caller removes what may have landed before writing again."""
+    start = time.monotonic()
     delay = 0.02
     while True:
         try:
             return fn()
+        except CatalogError:
+            raise
         except Exception as exc:  # noqa: BLE001 - only transient ones are retried, the rest re-raised
-            if not _transient(exc) or time.monotonic() >= stop:
+            waited = time.monotonic() - start
+            if _unreachable(exc):
+                if not idempotent or waited >= min(deadline, UNAVAILABLE_GRACE):
+                    raise _unavailable(what, exc) from exc
+            elif isinstance(exc, OSError):
+                raise _unavailable(what, exc) from exc
+            elif not (_transient(exc) or (also is not None and also(exc))) or waited >= deadline:
                 raise
-            log.debug("looptrace: %s raced another writer (%s); retrying", what, exc)
+            log.debug("looptrace: %s failed for now (%s); retrying", what, exc)
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 1.0)
 
@@ -187,13 +244,14 @@ class CatalogStore:
 
     # -- writing (the sink's RowWriter) ----------------------------------------------------------
 
-    def write(self, rows: Mapping[str, TableData | pa.Table]) -> str | None:
-        """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty."""
+    def write(self, rows: Mapping[str, TableData | pa.Table], tables: Mapping[str, Table] | None = None) -> str | None:
+        """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty.
+        ``tables``: what ``create_tables`` returned, when the caller has it already."""
         data = {t: as_store_arrow(t, r) for t, r in rows.items() if t in CATALOG_TABLES}
         data = {t: d for t, d in data.items() if d.num_rows}
         if not data:
             return None
-        tables = self.create_tables()
+        tables = tables or self.create_tables()
         snapshot = None
         for table in sorted(data, key=lambda t: t == "run_records"):
             snapshot = self._append(tables[table], data[table])
@@ -213,9 +271,10 @@ class CatalogStore:
                     tbl.refresh()
                 raise
 
-        return retrying(refresh_and_attempt, f"appending to {tbl.name()}")
+        return retrying(refresh_and_attempt, f"appending to {'.'.join(tbl.name())}", idempotent=False)
 
-    def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = ()) -> None:
+    def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = (),
+                    tables: Mapping[str, Table] | None = None) -> None:
         """Remove every row of these runs (and the spans of these traces), ``run_records`` first, so a
         run leaves the readers' sight before its other rows go: what a writer does before writing a
         batch again that may have been written, whole or in part, by one that crashed."""
@@ -224,7 +283,7 @@ class CatalogStore:
         ids, traces = sorted(set(run_ids)), sorted(set(trace_ids))
         if not ids and not traces:
             return
-        tables = self.create_tables()
+        tables = tables or self.create_tables()
         for table in planning_order(CATALOG_TABLES):
             if table == "spans" and traces:
                 where = Or(In("run_id", ids), In("trace_id", traces)) if ids else In("trace_id", traces)
@@ -237,13 +296,15 @@ class CatalogStore:
     def _delete(self, tbl: Table, where: Any) -> None:
         def attempt() -> None:
             try:
-                tbl.delete(delete_filter=where)
+                with warnings.catch_warnings():  # rows that are not there: the usual case, not news
+                    warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                    tbl.delete(delete_filter=where)
             except Exception as exc:
                 if _transient(exc):
                     tbl.refresh()
                 raise
 
-        retrying(attempt, f"deleting from {tbl.name()}")
+        retrying(attempt, f"deleting from {'.'.join(tbl.name())}")
 
     def orphan_runs(self) -> set[str]:
         """Run ids with rows in some table but none in ``run_records``: a batch a writer did not finish

@@ -12,7 +12,7 @@ less than two cores between them. So each line also prints the **ceiling**: the 
 got (their CPU seconds over the round's wall time) over the cores the one process got (the same
 ratio), which is the speed-up two tasks doing the same work could show on what they were given; and
 a **profile** of the Ray round (the tasks measure themselves, ``partitioned.EngineRun``): planning,
-the wait for the first task to start, the straggler (first task end to last), and the tasks' CPU
+the wait for the first task to start, the imbalance (first worker done to last), and the tasks' CPU
 against the one process's (work Ray added: start-up, reading, pickling).
 
 ``LOOPTRACE_BENCH_RAY_STEPS=400000,2000000`` measures both sizes (the larger takes minutes).
@@ -105,7 +105,7 @@ def _one_size(steps: int, address: str, rounds: int) -> Result:
         note=f"speed-up {speedup:.2f}x, ceiling {ceiling:.2f}x: the Ray tasks got {cores_ray:.2f} cores "
         f"({er.task_cpu_s:.2f} s CPU in {ray_s:.2f} s), the one process {cores_one:.2f} ({one_cpu:.2f} s in "
         f"{one_s:.2f} s); Ray round: planning {er.planning_s:.2f} s, first task after {er.first_start_s:.2f} s, "
-        f"straggler {er.last_gap_s:.2f} s, tasks {er.task_wall_s:.2f} s wall in all, their CPU "
+        f"{er.workers} workers, the last done {er.last_gap_s:.2f} s after the first, tasks {er.task_wall_s:.2f} s wall in all, their CPU "
         f"{er.task_cpu_s / one_cpu if one_cpu else 0:.2f}x the one process's; {er.nodes} nodes, {er.cpus:g} CPUs; "
         f"labels {'identical' if same else 'DIFFER'}; export into the catalog took {export_s:.1f} s",
     )

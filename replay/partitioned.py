@@ -49,7 +49,8 @@ class EngineRun:
     task_cpu_s: float = 0.0
     task_wall_s: float = 0.0
     first_start_s: float = 0.0  # from the tasks' submission to the first one running
-    last_gap_s: float = 0.0  # from the first task to end to the last: the straggler's share
+    workers: int = 0  # worker processes that ran tasks
+    last_gap_s: float = 0.0  # from the first worker to finish its last task to the last one: imbalance
 
     def summary(self) -> str:
         if self.engine != "ray":
@@ -58,7 +59,8 @@ class EngineRun:
         cores = self.task_cpu_s / self.wall_s if self.wall_s else 0.0
         return (f"analysed {self.partitions} partitions as Ray tasks on {self.address}: {self.nodes} nodes, "
                 f"{self.cpus:g} CPUs; {self.wall_s:.2f} s wall (planning {self.planning_s:.2f} s, first task "
-                f"started after {self.first_start_s:.2f} s, last ended {self.last_gap_s:.2f} s after the first); "
+                f"started after {self.first_start_s:.2f} s; {self.workers} workers, the last done "
+                f"{self.last_gap_s:.2f} s after the first); "
                 f"tasks used {self.task_cpu_s:.2f} s CPU in {self.task_wall_s:.2f} s, {cores:.2f} cores on average")
 
 
@@ -91,11 +93,11 @@ def _connect(address: str) -> None:
 
 
 def _timed_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds,
-                     threads: int) -> tuple[list[RunDiagnoses], tuple[float, float, float]]:
-    """The Ray task: ``analyze_partition`` itself, with its (start, end) wall clock and CPU seconds."""
+                     threads: int) -> tuple[list[RunDiagnoses], tuple[float, float, float, str]]:
+    """The Ray task: ``analyze_partition`` itself, with its (start, end) wall clock, CPU seconds and worker."""
     started, cpu = time.time(), time.process_time()
     results = analyze_partition(files, thresholds, threads=threads)
-    return results, (started, time.time(), time.process_time() - cpu)
+    return results, (started, time.time(), time.process_time() - cpu, f"{os.uname().nodename}:{os.getpid()}")
 
 
 def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, address: str,
@@ -107,7 +109,7 @@ def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, ad
     submitted = time.time()
     pending = [task.remote(files, thresholds, threads=1) for files in parts]
     results: list[RunDiagnoses] = []
-    timings: list[tuple[float, float, float]] = []
+    timings: list[tuple[float, float, float, str]] = []
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         got, timing = ray.get(done[0])
@@ -116,13 +118,16 @@ def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, ad
         if on_partition is not None:
             on_partition(len(parts) - len(pending), len(parts), len(got))
     alive = [n for n in ray.nodes() if n.get("Alive")]
-    ends = sorted(t[1] for t in timings)
+    last_end: dict[str, float] = {}
+    for t in timings:
+        last_end[t[3]] = max(last_end.get(t[3], 0.0), t[1])
+    ends = sorted(last_end.values())
     return results, {
         "address": ray.get_runtime_context().gcs_address, "nodes": len(alive),
         "cpus": float(sum(n.get("Resources", {}).get("CPU", 0.0) for n in alive)),
         "task_cpu_s": sum(t[2] for t in timings), "task_wall_s": sum(t[1] - t[0] for t in timings),
         "first_start_s": max(0.0, min((t[0] for t in timings), default=submitted) - submitted),
-        "last_gap_s": ends[-1] - ends[0] if ends else 0.0}
+        "workers": len(last_end), "last_gap_s": ends[-1] - ends[0] if ends else 0.0}
 
 
 def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,

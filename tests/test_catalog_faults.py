@@ -210,6 +210,6 @@ def test_a_warehouse_that_refuses_files_keeps_the_spans_in_the_journal(
             allow()
         (out, err), = _stop([proc])
     assert proc.returncode == 0, out + err
-    assert "(retrying)" in err and "the warehouse refused a file" in err, err[-3000:]
+    assert "(retrying)" in err and "the warehouse could not be read or written" in err, err[-3000:]
     assert _counts() == (4, 4, 0, 0)
     assert recover(str(journal)).spans == []

@@ -79,7 +79,7 @@ def _unreachable(exc: BaseException) -> bool:
 def _unavailable(what: str, exc: BaseException) -> CatalogUnavailable:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, OSError):
-        return CatalogUnavailable(f"{what}: the warehouse refused a file ({first})")
+        return CatalogUnavailable(f"{what}: the warehouse could not be read or written ({first})")
     return CatalogUnavailable(f"{what}: the catalog's database is unreachable ({first})")
 
 

@@ -61,7 +61,8 @@ class EngineRun:
                 f"{self.cpus:g} CPUs; {self.wall_s:.2f} s wall (planning {self.planning_s:.2f} s, first task "
                 f"started after {self.first_start_s:.2f} s; {self.workers} workers, the last done "
                 f"{self.last_gap_s:.2f} s after the first); "
-                f"tasks used {self.task_cpu_s:.2f} s CPU in {self.task_wall_s:.2f} s, {cores:.2f} cores on average")
+                f"tasks used {self.task_cpu_s:.2f} s CPU in {self.task_wall_s:.2f} s of task time, {cores:.2f} cores "
+                "on average")
 
 
 def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds = DEFAULT_THRESHOLDS,

@@ -19,18 +19,15 @@ process or a Ray task reopens the catalog itself.
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ..errors import StoreError
 from ..segments import TableData, arrow_schema, to_arrow
+from .errors import CatalogError, CatalogUnavailable, created_meanwhile, retrying, transient
 from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
 from .session import local_path, open_session
 
@@ -46,41 +43,6 @@ EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
 _PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
                "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
-# A lost connection to the catalog's database is retried this long before it is reported: enough for
-# a pooled connection a server restart closed to be replaced, short enough that a receiver's flusher
-# is soon back to answering from its journal (it retries the whole write on its next round).
-UNAVAILABLE_GRACE = 3.0
-_T = TypeVar("_T")
-log = logging.getLogger(__name__)
-
-
-class CatalogError(StoreError):
-    """A catalog that cannot be loaded, read or written, with what to do about it."""
-
-
-class CatalogUnavailable(CatalogError, OSError):
-    """The catalog's database cannot be reached (down, restarting, a network cut), or its warehouse
-    refuses a file (full, read-only, gone). An ``OSError`` too, like a full disk under a DuckDB store:
-    a writer that can wait (the receiver, its spans in its journal) holds the rows and tries again."""
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """A failed or lost connection to the catalog's database (SQLAlchemy's disconnect errors), not a
-    statement the database refused; SQLite's "locked" is a race (``_transient``), not this."""
-    try:
-        from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-    except ImportError:
-        return False
-    if not isinstance(exc, DBAPIError) or _transient(exc):
-        return False
-    return bool(exc.connection_invalidated) or isinstance(exc, (OperationalError, InterfaceError))
-
-
-def _unavailable(what: str, exc: BaseException) -> CatalogUnavailable:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if isinstance(exc, OSError):
-        return CatalogUnavailable(f"{what}: the warehouse could not be read or written ({first})")
-    return CatalogUnavailable(f"{what}: the catalog's database is unreachable ({first})")
 
 
 def load_catalog(name: str) -> Catalog:
@@ -98,7 +60,7 @@ def load_catalog(name: str) -> Catalog:
         # Several writers opening a new PostgreSQL catalog at once race to create pyiceberg's own
         # tables there (a duplicate-key error for the loser): the tables exist then, so open again.
         return retrying(lambda: _load(name, **config), f"opening catalog {name!r}",
-                        deadline=10.0, also=_created_meanwhile)
+                        deadline=10.0, also=created_meanwhile)
     except CatalogUnavailable as exc:
         raise CatalogUnavailable(f"catalog {name!r} cannot be loaded: {exc}") from exc.__cause__
     except ImportError as exc:
@@ -108,53 +70,6 @@ def load_catalog(name: str) -> Catalog:
             f"catalog {name!r} cannot be loaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
             f"configure it in .pyiceberg.yaml or with PYICEBERG_CATALOG__{name.upper()}__URI and __WAREHOUSE"
         ) from exc
-
-
-def _transient(exc: BaseException) -> bool:
-    """A commit that lost a race pyiceberg gave up on, or SQLite busy with another writer."""
-    if isinstance(exc, StoreError):
-        return False
-    from pyiceberg.exceptions import CommitFailedException, ValidationException
-
-    # ValidationException: a delete or overwrite found files added meanwhile in the partitions it
-    # touches (another writer's runs: same bucket, not the same rows); refreshed, it commits.
-    if isinstance(exc, (CommitFailedException, ValidationException)):
-        return True
-    text = str(exc).lower()
-    return "database is locked" in text or "database table is locked" in text
-
-
-def _created_meanwhile(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "duplicate key" in text or "already exists" in text
-
-
-def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0,
-             also: Callable[[BaseException], bool] | None = None, *, idempotent: bool = True) -> _T:
-    """``fn()``, again while it loses races (``_transient``, or ``also``) until ``deadline`` seconds.
-    A database that cannot be reached is tried for ``UNAVAILABLE_GRACE`` seconds, then reported, like
-    a warehouse that refuses a file, as ``CatalogUnavailable`` (an OSError: the caller may wait).
-    Not ``idempotent`` (an append): a connection lost during the commit may have lost only the answer,
-    so it is reported at once; the caller removes what may have landed before writing again."""
-    start = time.monotonic()
-    delay = 0.02
-    while True:
-        try:
-            return fn()
-        except CatalogError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - only transient ones are retried, the rest re-raised
-            waited = time.monotonic() - start
-            if _unreachable(exc):
-                if not idempotent or waited >= min(deadline, UNAVAILABLE_GRACE):
-                    raise _unavailable(what, exc) from exc
-            elif isinstance(exc, OSError):
-                raise _unavailable(what, exc) from exc
-            elif not (_transient(exc) or (also is not None and also(exc))) or waited >= deadline:
-                raise
-            log.debug("looptrace: %s failed for now (%s); retrying", what, exc)
-        time.sleep(delay * (1 + random.random()))
-        delay = min(delay * 2, 1.0)
 
 
 def as_store_arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
@@ -267,7 +182,7 @@ class CatalogStore:
             try:
                 return attempt()
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 
@@ -300,7 +215,7 @@ class CatalogStore:
                     warnings.filterwarnings("ignore", "Delete operation did not match any records")
                     tbl.delete(delete_filter=where)
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 
@@ -330,7 +245,7 @@ class CatalogStore:
             try:
                 tbl.overwrite(data, overwrite_filter=In("run_id", ids))
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DB ?= demo.duckdb
 
-.PHONY: demo test test-fast bench lint clean chromium agent-clis
+.PHONY: demo test test-fast bench lint clean chromium agent-clis postgresql
 
 # `make demo` installs looptrace alone; `make test` adds the test extras (the real frameworks, Inspect,
 # mini-swe-agent and Playwright the tests drive) and the scale extra (pyiceberg, Ray: tests/test_catalog*.py),
@@ -58,12 +58,26 @@ agent-clis:
 	         "requires their importer tests" >&2; rm -f $$log; exit 1;; \
 	  esac; rm -f $$log; }
 
+# The catalog tests run pyiceberg's SQL catalog on a real PostgreSQL server that they start themselves
+# (initdb + pg_ctl in a temporary folder: tests/pg_server.py), from Debian's postgresql. Where apt-get
+# cannot install it, those tests skip and say why; under CI=true a failed install fails here.
+postgresql:
+	@{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
+	  export DEBIAN_FRONTEND=noninteractive; log=$$(mktemp); \
+	  apt-get install -y -qq --no-install-recommends postgresql >$$log 2>&1 || \
+	  { apt-get update -qq >>$$log 2>&1 && apt-get install -y -qq --no-install-recommends postgresql >>$$log 2>&1; } || \
+	  case "$${CI:-}" in \
+	    ""|0|false) echo "postgresql could not be installed (apt-get failed): the PostgreSQL catalog tests will skip";; \
+	    *) cat $$log >&2; echo "error: postgresql could not be installed (apt-get failed above), and CI=$$CI" \
+	         "requires the PostgreSQL catalog tests" >&2; rm -f $$log; exit 1;; \
+	  esac; rm -f $$log; }
+
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
-test: $(TEST_STAMP) chromium agent-clis
+test: $(TEST_STAMP) chromium agent-clis postgresql
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
-test-fast: $(TEST_STAMP) chromium agent-clis
+test-fast: $(TEST_STAMP) chromium agent-clis postgresql
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py); the scale

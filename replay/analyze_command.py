@@ -34,7 +34,8 @@ def _analyze(args: argparse.Namespace) -> int:
             from .partitioned import analyze_catalog
 
             results = analyze_catalog(source, ray=args.ray, thresholds=thresholds,  # type: ignore[arg-type]
-                                      on_partition=_partition_done)
+                                      on_partition=_partition_done,
+                                      on_run=lambda run: print(run.summary(), file=sys.stderr, flush=True))
         else:
             with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
                 results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,

@@ -44,3 +44,22 @@ def python_env() -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """A real PostgreSQL server for this session (tests/pg_server.py): one per pytest-xdist worker, each
+    test making a database of its own on it. Skipped, with the reason, where PostgreSQL is not installed;
+    under CI=true, where `make test` installs it (`make postgresql`), its absence fails instead."""
+    from .pg_server import PostgresMissing, PostgresServer
+
+    try:
+        server = PostgresServer()
+    except PostgresMissing as exc:
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{exc}; CI=true requires the PostgreSQL catalog tests")
+        pytest.skip(str(exc))
+    try:
+        yield server.start()
+    finally:
+        server.close()

@@ -146,7 +146,8 @@ def _journal(args: argparse.Namespace) -> dict[str, Any]:
     from .otlp.journal import open_traces
 
     journal = args.journal or journal_path(name, args.port if args.port is not None else args.grpc_port)
-    writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)))
+    writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)),
+                                    still_open=lambda: open_traces(os.fspath(journal)))
     return {"journal_db": journal, "writer": writer}
 
 

@@ -70,7 +70,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     tmp = tmp_path_factory.mktemp("scale")
     store, parquet = tmp / "traces.duckdb", tmp / "traces-parquet"
     collect = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(store), "--port", "0",
-                                "--settle", "0"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
+                                "--grpc-port", "off", "--settle", "0"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
         assert collect.stdout is not None

@@ -6,11 +6,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from looptrace.tracer.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+
+# Property tests in CI draw the same examples on every run (derandomize, no example database): a red
+# CI run is a failure anyone reproduces with CI=true, never a draw that comes once in ten runs (issue
+# 39). Elsewhere they draw at random, which is how they find new cases; HYPOTHESIS_PROFILE=ci chooses.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE") or os.environ.get("CI", "").lower() not in ("", "0", "false"):
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def query(path: str | os.PathLike[str], sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:

@@ -52,3 +52,16 @@ def python_env() -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with slow tests run first, each module's tests kept together and in file order.
+
+    Under pytest-xdist the workers take tests from the front of one queue: long tests left for the end
+    keep one worker busy while the other idles (issue 39). Modules stay whole, so a module-scoped
+    fixture is built once per worker that runs the module, never twice in one worker."""
+    slow_modules = {item.module.__name__ for item in items
+                    if item.get_closest_marker("slow") is not None and getattr(item, "module", None)}
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (getattr(getattr(item, "module", None), "__name__", "") not in slow_modules,
+                                 order[id(item)]))

@@ -48,7 +48,8 @@ port
 ```text required-in-ci
 test_x.py::test_needs_a_tool   # skips where the tool is missing
 test_x.py::test_gone           # renamed since
-test_x.py::test_known_gap      # an expected failure is not a pass
+test_x.py::test_known_gap      # given up mid-test: not a run
+test_x.py::test_known_miss     # a strict xfail mark: it ran, and stays a miss
 ```
 """
 PROJECT_TESTS = """
@@ -71,6 +72,10 @@ def test_reporting():
 
 def test_known_gap():
     pytest.xfail("the shell is too old")
+
+@pytest.mark.xfail(strict=True, reason="a known miss")
+def test_known_miss():
+    assert False
 """
 PROJECT_MODULE_SKIP = """
 import pytest

@@ -28,7 +28,8 @@ from looptrace.tracer.export import open_source
 
 from .conftest import PYTHON, ROOT, python_env, query
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scale_path")]
 
 HOSTS = (("healthy", "stagnation"), ("max-iters", "hallucinated-tools"))
 EXPECTED_STATUS = {s.name: s.expect for s in SCENARIOS}

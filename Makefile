@@ -73,12 +73,17 @@ postgresql:
 	  esac; rm -f $$log; }
 
 # lint-imports first: a back-arrow between layers (pyproject.toml, [tool.importlinter]) fails the run.
+# The suite runs on every core (pytest-xdist, -n auto); tests that must not share the machine with each
+# other carry an xdist_group mark (tests/README.md), and the 20 slowest are listed at the end. The time
+# of `import duckdb` is printed first: the suite's time scales with it (most tests start interpreters).
+PYTEST_PARALLEL ?= -n auto --dist loadgroup --durations=20
 test: $(TEST_STAMP) chromium agent-clis postgresql
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	@$(BIN)/python -c 'import subprocess, sys, time; t = time.perf_counter(); subprocess.run([sys.executable, "-c", "import duckdb"], check=True); print(f"python -c \"import duckdb\": {time.perf_counter() - t:.2f} s")'
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 test-fast: $(TEST_STAMP) chromium agent-clis postgresql
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
 
 # The bench extra: the peers the instrumentor is measured against (bench/instrumentor.py); the scale
 # extra: Ray and pyiceberg for bench/ray_analysis.py.

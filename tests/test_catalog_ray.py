@@ -20,7 +20,8 @@ from .test_catalog import catalog_env, cli
 
 pytest.importorskip("pyiceberg")
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 NAME = "raytest"
 

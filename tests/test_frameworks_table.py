@@ -47,7 +47,13 @@ def test_every_result_wrapper_has_a_case() -> None:
     assert {(w.framework, w.keys) for w in fw.RESULT_WRAPPERS} == set(RESULTS)
 
 
-@pytest.mark.parametrize("entry", sorted(RESULTS, key=str), ids=str)
+def _entry_id(entry: tuple[str, frozenset[str]]) -> str:
+    """The same on every interpreter (a frozenset's order follows string hashing, which differs per
+    process, and pytest-xdist workers must collect the same ids)."""
+    return f"{entry[0]}-{'+'.join(sorted(entry[1]))}"
+
+
+@pytest.mark.parametrize("entry", sorted(RESULTS, key=_entry_id), ids=_entry_id)
 def test_result_wrapper(entry: tuple[str, frozenset[str]]) -> None:
     wrapped, inner = RESULTS[entry]
     assert fw.unwrap(wrapped, fw.RESULT_WRAPPERS) == inner

@@ -22,7 +22,7 @@ from looptrace.replay.analyzer import Thresholds, analyze_store
 from looptrace.tracer.ingest.files.importing import import_paths
 from looptrace.tracer.store import Store
 
-from .conftest import ROOT, python_env, query
+from .conftest import python_env, query
 
 TASK = "How many studio albums did Mercedes Sosa publish between 2000 and 2009?"
 
@@ -137,7 +137,8 @@ def test_code_blocks_are_tool_calls_and_exitcodes_their_results(imported: tuple[
 def ag2_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("autogen", reason="ag2 (the frameworks extra) writes these logs")
     out = tmp_path_factory.mktemp("ag2")
-    done = subprocess.run([sys.executable, "-m", "tests.ag2_writer", str(out)], cwd=ROOT, env=python_env(),
+    # Run in a folder of its own: AG2 writes autogen_logs/ into its working directory (not the checkout).
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_writer", str(out)], cwd=out, env=python_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return out
@@ -187,8 +188,8 @@ def test_ag2_records_max_round_only_as_a_termination_event(tmp_path: Path) -> No
     records a user saves (the group's messages, the ``ChatResult``, its runtime log); only its
     ``TerminationEvent``, printed to stdout and streamed by the ``run()`` API. If that changes, map it."""
     pytest.importorskip("autogen", reason="ag2 (the frameworks extra)")
-    done = subprocess.run([sys.executable, "-m", "tests.ag2_probe", str(tmp_path / "runtime.log")], cwd=ROOT,
-                          env=python_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_probe", str(tmp_path / "runtime.log")],
+                          cwd=tmp_path, env=python_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "groupchat.messages": False, "ChatResult": False, "runtime log": False, "stdout": True,

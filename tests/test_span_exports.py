@@ -24,7 +24,8 @@ from looptrace.tracer.store import Store
 from .conftest import ROOT, python_env, query
 from .framework_agent import openai_script
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("span_exports")]
 
 CONTAINERS = {"tree.json": "span-tree", "phoenix.json": "phoenix-spans", "phoenix.parquet": "phoenix-spans",
               "jaeger.json": "jaeger-json", "zipkin.json": "zipkin-json"}

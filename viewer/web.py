@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
+import socket
 import sys
 from pathlib import Path
 
@@ -34,10 +35,32 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(path: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, refresh: float = 2.0) -> None:
-    """Serve the viewer on http://host:port until interrupted."""
+    """Serve the viewer on http://host:port until interrupted; port 0 takes a free port, and the first
+    line printed names the URL either way."""
+    import asyncio
+    import signal
+
+    from aiohttp import web
     from textual_serve.server import Server
 
     if not is_loopback(host):
         print(f"warning: serving on {host}: anyone who can reach port {port} can read every trace in {path} "
               "and run SQL over it", file=sys.stderr)
-    Server(viewer_command(path, refresh), host=host, port=port, title=f"looptrace {path.name}").serve()
+    # The socket is bound here and handed to aiohttp, so the port reported is the one served: with
+    # port 0 the kernel chooses (tests, several viewers at once), and nothing can take it in between.
+    try:
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        raise SystemExit(f"error: cannot serve on {host}:{port}: {exc.strerror or exc} (--port N, or 0 for any)")
+    port = sock.getsockname()[1]
+    url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+    print(f"looptrace view: serving {path} on {url} (Ctrl-C to stop)", flush=True)
+    server = Server(viewer_command(path, refresh), host=host, port=port, title=f"looptrace {path.name}",
+                    public_url=url)
+    # What Server.serve() does, with our socket instead of host and port.
+    server.initialize_logging()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.add_signal_handler(signal.SIGINT, server.request_exit)
+    loop.add_signal_handler(signal.SIGTERM, server.request_exit)
+    web.run_app(server._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *args: None)

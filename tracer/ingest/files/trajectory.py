@@ -32,7 +32,10 @@ def estimate_tokens(text_chars: int) -> int:
 def imported_run_id(origin: str, key: str) -> str:
     """The id of the run ``key`` of ``origin``: how a file can name a run of another file whose origin
     it knows (a forked session names its origin session)."""
-    return hashlib.sha256(f"{origin}\0{key}".encode()).hexdigest()[:32]
+    # Keys hold whatever text the file holds (a sub-run's key has its agent's name), lone surrogates
+    # included: "surrogatepass" hashes them as they are, so such a file imports and two keys that
+    # differ only there keep different ids (issue 39: a strict encode raised, the file was skipped).
+    return hashlib.sha256(f"{origin}\0{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass
@@ -122,11 +125,15 @@ def _text(value: Any) -> str | None:
 
 
 def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[dict[str, Any]]]:
+    # Every text a file can hold goes through ``_text``: a name with a lone surrogate (or a path with
+    # undecodable bytes) is stored as valid Unicode, never refused by the writer (issue 39).
     run_id = t.run_id
     run = {
-        "run_id": run_id, "recorded_at": imported_at, "source": t.source, "agent": t.agent, "task": _text(t.task),
-        "model": t.model, "strategy": None, "status": t.status, "answer": _text(t.answer), "error": _text(t.error),
-        "parent_run_id": t.parent_run_id, "forked_from": t.forked_from, "started_at": t.started_at, "ended_at": t.ended_at,
+        "run_id": run_id, "recorded_at": imported_at, "source": _text(t.source), "agent": _text(t.agent),
+        "task": _text(t.task), "model": _text(t.model), "strategy": None, "status": t.status,
+        "answer": _text(t.answer), "error": _text(t.error),
+        "parent_run_id": t.parent_run_id, "forked_from": t.forked_from, "started_at": t.started_at,
+        "ended_at": t.ended_at,
         "attributes": to_json(t.attributes) if t.attributes else None,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd,
     }
@@ -146,17 +153,17 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
         if s.tool is not None or s.observation is not None:
             observation = _text(s.observation)
             calls.append({
-                "run_id": run_id, "step": s.step, "call_index": s.call_index, "tool_call_id": s.tool_call_id,
+                "run_id": run_id, "step": s.step, "call_index": s.call_index, "tool_call_id": _text(s.tool_call_id),
                 "tool": _text(s.tool), "args": to_json(s.args) if s.args is not None else None,
                 "observation": observation,
                 "observation_bytes": len(observation.encode("utf-8")) if observation else 0,
-                "is_error": s.is_error or s.error_type is not None, "error_type": s.error_type,
+                "is_error": s.is_error or s.error_type is not None, "error_type": _text(s.error_type),
                 "started_at": s.started_at, "ended_at": s.ended_at, "span_id": None,
             })
     llm = [{
-        "run_id": run_id, "step": c.step, "call_id": f"{run_id}:{i}", "provider": None, "model": c.model,
-        "response_model": c.model, "started_at": c.started_at, "ended_at": c.ended_at,
-        "stop_reason": c.stop_reason, "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+        "run_id": run_id, "step": c.step, "call_id": f"{run_id}:{i}", "provider": None, "model": _text(c.model),
+        "response_model": _text(c.model), "started_at": c.started_at, "ended_at": c.ended_at,
+        "stop_reason": _text(c.stop_reason), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
         "cache_read_tokens": c.cache_read_tokens, "cache_creation_tokens": c.cache_creation_tokens,
         "cost_usd": c.cost_usd, "error": _text(c.error), "span_id": None,
     } for i, c in enumerate(t.llm_calls)]

@@ -4,7 +4,9 @@ instrumentation, printing its CPU cost and flush time as JSON.
 ``python -m bench.agent_calls VARIANT BASE_URL DB CALLS`` (``python -m bench.agent_calls serve`` runs the
 scripted Messages API for them in a process of its own); VARIANT is ``none``, ``looptrace``,
 ``openinference`` or ``openllmetry`` (the two peers with the SDK's BatchSpanProcessor and an in-memory
-exporter, as their docs set them up), or ``looptrace+otlp``, which also keeps the spans to size them
+exporter, as their docs set them up), ``looptrace+guard`` (the instrumentor with a ``Guard`` on
+``max_calls``, ``max_usd`` and ``max_repeats``, none of which trips: every call pays for every check),
+``looptrace+guard+context`` (``max_context_tokens`` too), or ``looptrace+otlp``, which also keeps the spans to size them
 as OTLP protobuf (not timed). Each variant runs in its own process because every instrumentor
 patches the SDK's classes globally.
 
@@ -90,7 +92,13 @@ def _setup(variant: str, db: Path) -> tuple[Any, Any]:
             memory = InMemorySpanExporter()
             tracing.provider.add_span_processor(SimpleSpanProcessor(memory))
             tracing.memory = memory  # type: ignore[attr-defined]
-        AnthropicInstrumentor(tracing).instrument()
+        guard = None
+        if variant.startswith("looptrace+guard"):
+            from looptrace.tracer.guard import Guard
+
+            guard = Guard(max_calls=10**9, max_usd=10.0**9, max_repeats=3,
+                          max_context_tokens=10**9 if variant.endswith("+context") else None)
+        AnthropicInstrumentor(tracing, guard=guard).instrument()
         return tracing.flush, tracing
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -133,7 +141,9 @@ def main(variant: str, base_url: str, db: str, calls: int) -> dict[str, Any]:
     if variant.startswith("looptrace"):
         from looptrace.tracer.store import Store
 
+        t0 = time.perf_counter()
         kept.shutdown()  # absorbs the segments: the durable, queryable form
+        out["shutdown_wall"] = time.perf_counter() - t0
         with Store(db).reader(locked_down=False) as conn:
             out["llm_calls_stored"] = conn.execute("SELECT count(*) FROM llm_calls").fetchone()[0]
             out["steps_stored"] = conn.execute("SELECT count(DISTINCT (run_id, step)) FROM steps").fetchone()[0]

@@ -14,15 +14,17 @@ import argparse
 import csv
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from looptrace.replay.analyzer import DEFAULT_THRESHOLDS, RunView, load_runs
-from looptrace.replay.analyzer.scoring import leave_one_source_out, predict, show
+from looptrace.replay.analyzer import DEFAULT_THRESHOLDS, RunView, diagnose, load_runs
+from looptrace.replay.analyzer.scoring import GRID, leave_one_source_out, predict, show
 from looptrace.tracer.ingest.files.importing import import_paths
 from looptrace.tracer.store import Store
 
-__all__ = ["CORPUS", "load_corpus", "main"]
+__all__ = ["CORPUS", "load_corpus", "findings_report", "main"]
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
@@ -66,7 +68,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     default = predict(runs, DEFAULT_THRESHOLDS)
     print(show("all-in, default thresholds (for reference only)", [(truth[r], p) for r, p in default.items()]))
+    print()
+    print(findings_report(runs, truth))
     return 0
+
+
+def findings_report(runs: Sequence[RunView], truth: dict[str, str]) -> str:
+    """Stagnation findings (primary or secondary) per label, for each ``fail_repeat_min`` of the grid and 2:
+    the labels score only the primary label, so this is where the threshold of the "repeated failing
+    calls" finding, mostly secondary, shows its false alarms (findings on runs labelled ok)."""
+    lines = ["stagnation findings, primary or secondary, by label (fail_repeat_min: runs with a 'failing' finding; "
+             "runs labelled ok with any stagnation finding)"]
+    for n in sorted({2, *GRID["fail_repeat_min"]}):  # 2: one below the grid, to show what it would cost
+        t = replace(DEFAULT_THRESHOLDS, fail_repeat_min=n)  # type: ignore[arg-type]
+        failing: Counter[str] = Counter()
+        alarms = []
+        for run in runs:
+            stuck = [d for d in diagnose(run, t) if d.label == "stagnation"]
+            if any(d.evidence.get("kind") == "failing" for d in stuck):
+                failing[truth[run.run_id]] += 1
+            if stuck and truth[run.run_id] == "ok":
+                alarms.append(f"    {run.run_id}: {'primary' if stuck[0].is_primary else 'secondary'} "
+                              f"{stuck[0].evidence.get('kind')}: {stuck[0].explanation[:100]}")
+        ok = sum(1 for r in runs if truth[r.run_id] == "ok")
+        lines.append(f"  fail_repeat_min={n}: failing findings by label {dict(sorted(failing.items()))}; "
+                     f"ok runs with a stagnation finding: {len(alarms)} of {ok}")
+        lines += alarms
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from looptrace.tracer import Run, Step, Tracing
 from looptrace.tracer.spans.conversation import response_text, tool_uses
+from looptrace.tracer.records.actions import call_key
 from looptrace.tracer.records.pricing import usage_of
+from looptrace.tracer.rules import Finding, RepeatWatch, outcome_key
 
 from . import defences
 from .model import Model, ModelError
 from .policy import DEFAULT_POLICY, Policy
 from .result import RunResult, Stop
-from .stagnation import find_repetition, signature
-from .tools import Tool, Toolbox
+from .stagnation import watch
+from .tools import Tool, Toolbox, ToolResult
 
 __all__ = ["Agent", "DONE", "DEFAULT_SYSTEM", "REFLECTION", "ToolFactory", "ask"]
 
@@ -72,9 +74,8 @@ class _State:
     output_tokens: int = 0
     cost_usd: float = 0.0
     context_tokens: int = 0
-    actions: list[str] = field(default_factory=list)
+    repeats: RepeatWatch | None = None  # the stagnation rules since the last reflection turn
     reflections: int = 0
-    since_reflection: int = 0
 
     def add_usage(self, model: str, response: Mapping[str, Any]) -> None:
         usage = usage_of(response)
@@ -153,18 +154,18 @@ class Agent:
             if response.get("stop_reason") == "max_tokens":
                 return Stop("error", "the model's response was cut at max_tokens without an action")
             return Stop("ok", answer=text)
-        results, answer = self._act(uses, step, toolbox)
+        results, answer, raw = self._act(uses, step, toolbox)
         state.messages.append({"role": "user", "content": results})
-        state.actions.extend(signature(str(u.get("name")), u.get("input")) for u in uses)
         if answer is not None:
             return Stop("ok", answer=answer)
-        return self._check_stagnation(state, step)
+        return self._check_stagnation(state, step, uses, raw)
 
     def _ask(self, step: Step, request: Mapping[str, Any]) -> dict[str, Any]:
         return ask(step, self.model, request)
 
-    def _act(self, uses: list[Mapping[str, Any]], step: Step, toolbox: Toolbox) -> tuple[list[dict[str, Any]], str | None]:
-        def one(index: int, use: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    def _act(self, uses: list[Mapping[str, Any]], step: Step,
+             toolbox: Toolbox) -> tuple[list[dict[str, Any]], str | None, list[ToolResult]]:
+        def one(index: int, use: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, ToolResult]:
             name, args, use_id = str(use.get("name")), use.get("input"), str(use.get("id"))
             with step.tool_call(name, args, call_id=use_id, call_index=index) as call:
                 result = toolbox.call(name, args)
@@ -177,29 +178,39 @@ class Agent:
             if result.is_error:
                 block["is_error"] = True
             answer = result.text if name == DONE.name and not result.is_error else None
-            return block, answer
+            return block, answer, result
 
         if len(uses) == 1:
             done = [one(0, uses[0])]
         else:
             with ThreadPoolExecutor(min(len(uses), self.policy.max_parallel_tools)) as pool:
                 done = list(pool.map(one, range(len(uses)), uses))
-        answers = [a for _, a in done if a is not None]
-        return [b for b, _ in done], (answers[0] if answers else None)
+        answers = [a for _, a, _ in done if a is not None]
+        return [b for b, _, _ in done], (answers[0] if answers else None), [r for _, _, r in done]
 
-    def _check_stagnation(self, state: _State, step: Step) -> Stop | None:
+    def _check_stagnation(self, state: _State, step: Step, uses: list[Mapping[str, Any]],
+                          results: list[ToolResult]) -> Stop | None:
+        """The rules layer's repeat rules (``loop/stagnation.py``), fed this step's calls and results."""
         p = self.policy
-        rep = find_repetition(state.actions[state.since_reflection:], p.stagnation_window, p.max_cycle_length)
+        if state.repeats is None:
+            state.repeats = watch(p.stagnation_window, p.max_cycle_length)
+        rep: Finding | None = None
+        for use, result in zip(uses, results):
+            name = str(use.get("name"))
+            found = state.repeats.add(state.steps, call_key(name, use.get("input")),
+                                      outcome_key(result.text, state.repeats.thresholds), result.is_error, tool=name)
+            rep = rep or found
         if rep is None:
             return None
-        detail = (f"the same action {rep.length} times in a row" if rep.kind == "repeat"
-                  else f"a cycle of {rep.period} actions, repeated")
+        detail = {"repeat": f"the same action {rep.calls} times in a row",
+                  "failing": f"the same tool failing {rep.calls} times in a row"}.get(
+            rep.rule, f"a cycle of {rep.period} actions, repeated")
         if state.reflections >= p.max_reflections:
-            step.event("stagnation", kind=rep.kind, period=rep.period, repeated=rep.length)
+            step.event("stagnation", kind=rep.rule, period=rep.period, repeated=rep.calls)
             return Stop("stagnated", f"stagnated: {detail} after {state.reflections} reflection(s)")
         state.reflections += 1
-        state.since_reflection = len(state.actions)
-        step.event("reflection", kind=rep.kind, period=rep.period, repeated=rep.length)
+        state.repeats = None  # a reflection restarts the count
+        step.event("reflection", kind=rep.rule, period=rep.period, repeated=rep.calls)
         state.messages[-1]["content"].append({"type": "text", "text": REFLECTION.format(detail=detail)})
         return None
 

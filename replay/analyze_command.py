@@ -34,7 +34,8 @@ def _analyze(args: argparse.Namespace) -> int:
             from .partitioned import analyze_catalog
 
             results = analyze_catalog(source, ray=args.ray, thresholds=thresholds,  # type: ignore[arg-type]
-                                      on_partition=_partition_done)
+                                      on_partition=_partition_done,
+                                      on_run=lambda run: print(run.summary(), file=sys.stderr, flush=True))
         else:
             with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
                 results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
@@ -43,9 +44,9 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.otlp_endpoint:
-        from .evaluation import send_and_report
+        from .evaluation_logs import send_and_report
 
-        send_and_report(source, results, args.otlp_endpoint, sys.stderr)
+        send_and_report(source, results, args.otlp_endpoint, sys.stderr, span_events=args.evaluation_span_events)
     with source.reader() as conn:
         runs = {run_id: (agent, started) for run_id, agent, started in
                 conn.execute("SELECT run_id, agent, started_at FROM runs").fetchall()}
@@ -90,7 +91,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="whole run ids, the whole explanation and the secondary labels in the table")
     p.add_argument("--config", default=None, help="a TOML file with an [analyzer] table of thresholds")
     p.add_argument("--otlp-endpoint", default=None, metavar="URL",
-                   help="also send the diagnoses as gen_ai.evaluation.result events to this OTLP/HTTP endpoint")
+                   help="also send the diagnoses as gen_ai.evaluation.result log records (OTLP logs, tied to each "
+                   "run's span) to this OTLP/HTTP endpoint")
+    p.add_argument("--evaluation-span-events", action="store_true",
+                   help="with --otlp-endpoint: send them as span events instead (one span per run), for backends "
+                   "that take no logs")
     thresholds = p.add_argument_group("thresholds (defaults shown; see docs/analyzer.md)")
     for f in fields(Thresholds):
         default = getattr(DEFAULT_THRESHOLDS, f.name)

@@ -49,7 +49,11 @@ class Row:
         steps = "" if p.first_step is None else (
             f"step {p.first_step}: " if p.first_step == p.last_step else f"steps {p.first_step}-{p.last_step}: ")
         also = [d.label for d in self.result.diagnoses[1:]]
-        return steps + text + (f" (also: {', '.join(also)})" if full and also else "")
+        if full:
+            return steps + text + (f" (also: {', '.join(also)})" if also else "")
+        # A loop the agent recovered from is wasted spend a user wants to see even on a run that ended well.
+        loops = [d for d in self.result.diagnoses[1:] if d.label == "stagnation" and d.first_step is not None]
+        return steps + text + "".join(f" (also: stagnation, steps {d.first_step}-{d.last_step})" for d in loops[:1])
 
 
 def _first_sentence(text: str) -> str:

@@ -1,4 +1,6 @@
-"""Diagnoses as OpenTelemetry GenAI evaluation events, sent to an OTLP backend.
+"""Diagnoses as OpenTelemetry GenAI evaluation events, sent to an OTLP backend: as span events here
+(``looptrace analyze --otlp-endpoint URL --evaluation-span-events``, for backends that take no logs);
+by default as log records (``evaluation_logs.py``).
 
 One span per analysed run, ``looptrace.analyze {run}``: a child of the run's ``invoke_agent`` span
 when the store knows the run's trace and span ids (so the verdict shows up inside the run's trace in
@@ -15,12 +17,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Tracer
 
-from looptrace.tracer.cli.plural import count
 from looptrace.tracer.records import conventions as c
 from looptrace.tracer.store import Store
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from .analyzer import Diagnosis, RunDiagnoses
 
 __all__ = [
-    "send_evaluations", "send_and_report", "record_evaluations", "evaluation_attributes", "run_parents",
+    "send_evaluations", "record_evaluations", "evaluation_attributes", "run_parents",
     "EvaluationReport", "EVENT", "EVALUATION_NAME",
 ]
 
@@ -57,6 +58,7 @@ QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY recorded_at DESC) = 1
 # Loggers of the SDK's OTLP/HTTP exporter, which log each failed batch (and each retry).
 _OTLP_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.http._log_exporter",
 )
 
 
@@ -170,16 +172,3 @@ def send_evaluations(
     failed = sum(1 for r in results if exporter.delivered.get(r.run_id, 0) == 0)
     return EvaluationReport(url, len(results), events, failed, exporter.last_error or captured.first,
                             time.perf_counter() - started)
-
-
-def send_and_report(source: Store | ParquetSource, results: Sequence[RunDiagnoses], endpoint: str,
-                    out: TextIO) -> EvaluationReport:
-    """``looptrace analyze --otlp-endpoint``: send, then one line on ``out`` (a warning if it failed)."""
-    report = send_evaluations(source, results, endpoint)
-    if report.ok:
-        print(f"sent {count(report.events, 'evaluation result')} ({count(report.runs, 'run')}) to {report.url}",
-              file=out)
-    else:
-        print(f"warning: {report.failed_runs} of {report.runs} runs' evaluation results did not reach "
-              f"{report.url}: {report.error or 'export failed'}", file=out)
-    return report

@@ -14,7 +14,9 @@ reports each partition as it finishes.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .analyzer.analyze import RunDiagnoses, _write, load_runs
@@ -24,11 +26,43 @@ from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 if TYPE_CHECKING:
     from looptrace.tracer.store.iceberg import CatalogStore
 
-__all__ = ["analyze_partition", "analyze_catalog", "RAY_HINT"]
+__all__ = ["analyze_partition", "analyze_catalog", "RAY_HINT", "EngineRun"]
 
 RAY_HINT = "--ray needs Ray: install the scale extra: pip install 'looptrace[scale]'"
 # (partitions done, partitions in all, runs diagnosed in the one just done)
 OnPartition = Callable[[int, int, int], None]
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """Where and how an analysis ran, as measured: what ``analyze`` prints and the bench reads.
+    On Ray, the cluster as the driver saw it (its address, live nodes, CPUs) and what the tasks
+    measured themselves: their summed CPU and wall time, and how long the first waited to start."""
+
+    engine: str  # "ray" or "process"
+    partitions: int
+    wall_s: float  # planning to the last result, diagnoses not written yet
+    planning_s: float  # asking the catalog for each partition's data files
+    address: str | None = None
+    nodes: int = 1
+    cpus: float = 1.0
+    task_cpu_s: float = 0.0
+    task_wall_s: float = 0.0
+    first_start_s: float = 0.0  # from the tasks' submission to the first one running
+    workers: int = 0  # worker processes that ran tasks
+    last_gap_s: float = 0.0  # from the first worker to finish its last task to the last one: imbalance
+
+    def summary(self) -> str:
+        if self.engine != "ray":
+            return (f"analysed {self.partitions} partitions in this process in {self.wall_s:.2f} s "
+                    f"(planning {self.planning_s:.2f} s)")
+        cores = self.task_cpu_s / self.wall_s if self.wall_s else 0.0
+        return (f"analysed {self.partitions} partitions as Ray tasks on {self.address}: {self.nodes} nodes, "
+                f"{self.cpus:g} CPUs; {self.wall_s:.2f} s wall (planning {self.planning_s:.2f} s, first task "
+                f"started after {self.first_start_s:.2f} s; {self.workers} workers, the last done "
+                f"{self.last_gap_s:.2f} s after the first); "
+                f"tasks used {self.task_cpu_s:.2f} s CPU in {self.task_wall_s:.2f} s of task time, {cores:.2f} cores "
+                "on average")
 
 
 def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -69,29 +103,55 @@ def _connect(address: str) -> None:
                                "in this process") from exc
 
 
+def _timed_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds,
+                     threads: int) -> tuple[list[RunDiagnoses], tuple[float, float, float, str]]:
+    """The Ray task: ``analyze_partition`` itself, with its (start, end) wall clock, CPU seconds and worker."""
+    started, cpu = time.time(), time.process_time()
+    results = analyze_partition(files, thresholds, threads=threads)
+    return results, (started, time.time(), time.process_time() - cpu, f"{os.uname().nodename}:{os.getpid()}")
+
+
 def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, address: str,
-            on_partition: OnPartition | None) -> list[RunDiagnoses]:
+            on_partition: OnPartition | None) -> tuple[list[RunDiagnoses], dict[str, object]]:
     import ray
 
     _connect(address)
-    task = ray.remote(num_cpus=1, max_retries=2)(analyze_partition)
+    task = ray.remote(num_cpus=1, max_retries=2)(_timed_partition)
+    submitted = time.time()
     pending = [task.remote(files, thresholds, threads=1) for files in parts]
     results: list[RunDiagnoses] = []
+    timings: list[tuple[float, float, float, str]] = []
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
-        got = ray.get(done[0])
+        got, timing = ray.get(done[0])
         results.extend(got)
+        timings.append(timing)
         if on_partition is not None:
             on_partition(len(parts) - len(pending), len(parts), len(got))
-    return results
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    last_end: dict[str, float] = {}
+    for t in timings:
+        last_end[t[3]] = max(last_end.get(t[3], 0.0), t[1])
+    ends = sorted(last_end.values())
+    return results, {
+        "address": ray.get_runtime_context().gcs_address, "nodes": len(alive),
+        "cpus": float(sum(n.get("Resources", {}).get("CPU", 0.0) for n in alive)),
+        "task_cpu_s": sum(t[2] for t in timings), "task_wall_s": sum(t[1] - t[0] for t in timings),
+        "first_start_s": max(0.0, min((t[0] for t in timings), default=submitted) - submitted),
+        "workers": len(last_end), "last_gap_s": ends[-1] - ends[0] if ends else 0.0}
 
 
 def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-                    write: bool = True, on_partition: OnPartition | None = None) -> list[RunDiagnoses]:
+                    write: bool = True, on_partition: OnPartition | None = None,
+                    on_run: Callable[[EngineRun], None] | None = None) -> list[RunDiagnoses]:
     """Every run of the catalog, diagnosed per partition (on the Ray cluster at ``ray``, or ``auto``,
-    or in this process when None), in run_id order; the diagnoses replace the catalog's earlier ones."""
+    or in this process when None), in run_id order; the diagnoses replace the catalog's earlier ones.
+    ``on_run`` is told where and how it ran (``EngineRun``) before the diagnoses are written."""
+    started = time.perf_counter()
     parts = [files for _, files in sorted(store.partitions().items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
              if files.get("run_records")]  # the null partition holds spans of no run
+    planning = time.perf_counter() - started
+    measured: dict[str, object] = {}
     if ray is None:
         results: list[RunDiagnoses] = []
         for i, files in enumerate(parts, start=1):
@@ -100,7 +160,10 @@ def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: 
             if on_partition is not None:
                 on_partition(i, len(parts), len(got))
     else:
-        results = _on_ray(parts, thresholds, ray, on_partition)
+        results, measured = _on_ray(parts, thresholds, ray, on_partition)
+    if on_run is not None:
+        on_run(EngineRun("ray" if ray is not None else "process", len(parts), time.perf_counter() - started,
+                         planning, **measured))  # type: ignore[arg-type]
     results.sort(key=lambda r: r.run_id)
     if write and results:
         _write(store, results)

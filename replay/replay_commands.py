@@ -105,16 +105,24 @@ def _run_replay(args: argparse.Namespace, *, fork_at: int | None = None, resume:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from looptrace.loop.openai_server import ChatCompletionsServer
     from looptrace.loop.server import MessagesServer
 
-    from .serve import RecordingHandler
+    from .serve import OpenAIRecordingHandler, RecordingHandler, is_openai
 
     recording = _recording(args, need_config=False)  # serving needs the model calls, not the loop's settings
     if recording is None:
         return 1
-    server = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port).start()
+    server: MessagesServer | ChatCompletionsServer
+    if is_openai(recording):
+        server = ChatCompletionsServer(OpenAIRecordingHandler(recording, lenient=args.lenient), port=args.port)
+        env = "OPENAI_BASE_URL"
+    else:
+        server, env = MessagesServer(RecordingHandler(recording, lenient=args.lenient), port=args.port), \
+            "ANTHROPIC_BASE_URL"
+    server.start()
     print(f"serving run {recording.run_id} ({count(len(recording.calls), 'model call')}) at {server.base_url}\n"
-          f"point your agent at it: ANTHROPIC_BASE_URL={server.base_url}  (Ctrl-C stops)", flush=True)
+          f"point your agent at it: {env}={server.base_url}  (Ctrl-C stops)", flush=True)
     try:
         import threading
 
@@ -197,7 +205,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_common(p)
     p.set_defaults(func=lambda a: _run_replay(a, resume=True))
 
-    p = add_command(sub, "serve", "Serve a recorded run as the Anthropic Messages API, for agents in any language.",
+    p = add_command(sub, "serve", "Serve a recorded run as the API it was recorded from (Anthropic or OpenAI), for agents in "
+                    "any language.",
                     "looptrace serve 3f2a --db demo.duckdb --port 8089")
     _add_common(p, policy=False, live=False)
     p.add_argument("--port", type=port, default=8089)

@@ -1,7 +1,9 @@
 """An agent exporting GenAI-convention runs over real OTLP (HTTP or gRPC) exporters, noting what was acked.
 
-usage: python -m tests.acked_sender PROTOCOL ENDPOINT TAG TRACES STEPS PAUSE
-PROTOCOL is ``http`` or ``grpc``. Each trace is one ``invoke_agent`` span with STEPS pairs of ``chat``
+usage: python -m tests.acked_sender PROTOCOL ENDPOINT TAG TRACES STEPS PAUSE [logs]
+PROTOCOL is ``http`` or ``grpc``. With ``logs``, each chat's messages also go out as a GenAI log record
+through the SDK's real OTLP log exporter and batch processor; the records acknowledged are counted
+(``acked_logs N``, ``failed_logs N``). Each trace is one ``invoke_agent`` span with STEPS pairs of ``chat``
 and ``execute_tool`` spans, one step every PAUSE seconds, exported by the SDK's BatchSpanProcessor
 through the real exporter with its own retries. Every batch the exporter reports a success for was
 acknowledged by the receiver: its span ids are printed as ``acked <id>`` lines, then ``failed N``
@@ -13,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -52,6 +55,39 @@ class Noting(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
+class NotingLogs:
+    """The real log exporter, retried as ``Noting`` retries, counting the records it delivered."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.acked, self.failed = inner, 0, 0
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        from opentelemetry.sdk._logs.export import LogRecordExportResult
+        for _ in range(4):
+            result = self.inner.export(batch)
+            if result is LogRecordExportResult.SUCCESS:
+                self.acked += len(batch)
+                return result
+        self.failed += len(batch)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
+
+
+def log_exporter(protocol: str, endpoint: str) -> Any:
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+
+        return GrpcLogs(endpoint=endpoint, insecure=True, timeout=60)
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
+
+    return HttpLogs(endpoint=endpoint.replace("/v1/traces", "/v1/logs"), timeout=60)
+
+
 def exporter(protocol: str, endpoint: str) -> SpanExporter:
     # A 60 s budget of retries: a receiver killed and started again is back within a few seconds.
     if protocol == "grpc":
@@ -71,10 +107,22 @@ def main() -> None:
     provider.add_span_processor(BatchSpanProcessor(noting, max_queue_size=100_000, schedule_delay_millis=100,
                                                    max_export_batch_size=16))
     tracer = provider.get_tracer("acked_sender")
-    send_traces(tracer, tag, traces, steps, pause)
+    logs = None
+    if sys.argv[7:] == ["logs"]:
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        logs = NotingLogs(log_exporter(protocol, endpoint))
+        logger_provider = LoggerProvider(resource=provider.resource)
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(
+            logs, max_queue_size=100_000, schedule_delay_millis=100, max_export_batch_size=16))  # type: ignore[arg-type]
+    send_traces(tracer, tag, traces, steps, pause, logger_provider.get_logger("acked_sender") if logs else None)
     provider.force_flush(timeout_millis=180_000)
     provider.shutdown()
     out = [f"acked {s}" for s in noting.acked] + [f"failed {noting.failed}"]
+    if logs is not None:
+        logger_provider.force_flush(timeout_millis=180_000)
+        logger_provider.shutdown()
+        out += [f"acked_logs {logs.acked}", f"failed_logs {logs.failed}"]
     print("\n".join(out), flush=True)
 
 

@@ -4,7 +4,8 @@ Three agents in a round-robin ``GroupChat``: ``Executor`` (a ``UserProxyAgent`` 
 in a temporary folder, never Docker), ``Engineer`` and ``Reviewer`` (``AssistantAgent`` s on the scripted
 Chat Completions server on 127.0.0.1, looptrace's ``ChatCompletionsServer``). The Engineer's first
 code fails (``exitcode: 1``), its second prints 42, then the Reviewer says TERMINATE. A second chat
-is cut by ``max_round`` while the Engineer's code waits to run. Each chat's ``groupchat.messages``,
+is cut by ``max_round`` (2) while the Engineer's code waits to run; a third (``max_round`` 3) after the
+Reviewer's "Run it, please.": an agent's plain message, and still no end. Each chat's ``groupchat.messages``,
 AG2's own record of the conversation, is written as ``{"messages": [...]}``: the file a user saves.
 """
 
@@ -56,6 +57,7 @@ def main() -> None:
     with ChatCompletionsServer(script) as server, tempfile.TemporaryDirectory() as work:
         (out / "ag2_done.json").write_text(json.dumps({"messages": chat(server.base_url, work, 20)}))
         (out / "ag2_cut.json").write_text(json.dumps({"messages": chat(server.base_url, work, 2)}))
+        (out / "ag2_limit.json").write_text(json.dumps({"messages": chat(server.base_url, work, 3)}))
 
 
 if __name__ == "__main__":

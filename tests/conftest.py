@@ -6,11 +6,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from looptrace.tracer.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+
+# Property tests in CI draw the same examples on every run (derandomize, no example database): a red
+# CI run is a failure anyone reproduces with CI=true, never a draw that comes once in ten runs (issue
+# 39). Elsewhere they draw at random, which is how they find new cases; HYPOTHESIS_PROFILE=ci chooses.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE") or os.environ.get("CI", "").lower() not in ("", "0", "false"):
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def query(path: str | os.PathLike[str], sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
@@ -44,3 +52,35 @@ def python_env() -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """A real PostgreSQL server for this session (tests/pg_server.py): one per pytest-xdist worker, each
+    test making a database of its own on it. Skipped, with the reason, where PostgreSQL is not installed;
+    under CI=true, where `make test` installs it (`make postgresql`), its absence fails instead."""
+    from .pg_server import PostgresMissing, PostgresServer
+
+    try:
+        server = PostgresServer()
+    except PostgresMissing as exc:
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{exc}; CI=true requires the PostgreSQL catalog tests")
+        pytest.skip(str(exc))
+    try:
+        yield server.start()
+    finally:
+        server.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with slow tests run first, each module's tests kept together and in file order.
+
+    Under pytest-xdist the workers take tests from the front of one queue: long tests left for the end
+    keep one worker busy while the other idles (issue 39). Modules stay whole, so a module-scoped
+    fixture is built once per worker that runs the module, never twice in one worker."""
+    slow_modules = {item.module.__name__ for item in items
+                    if item.get_closest_marker("slow") is not None and getattr(item, "module", None)}
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (getattr(getattr(item, "module", None), "__name__", "") not in slow_modules,
+                                 order[id(item)]))

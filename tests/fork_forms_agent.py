@@ -5,7 +5,7 @@ FORM ``busy``: a thread-heavy parent. ``THREADS`` threads trace runs and flush t
 one (so forks land during flushes and segment writes) while the main thread forks: ``FORKS`` bare
 ``os.fork`` children, each tracing a run and leaving by ``os._exit`` without flushing, and one
 ``multiprocessing`` fork ``Process``. FORM ``reader-held``: a parent thread holds a store reader while a forked
-child shuts its ``Tracing`` down. FORM ``executor-max1:METHOD``: a ``ProcessPoolExecutor`` whose
+child shuts its ``Tracing`` down and opens a reader of its own. FORM ``executor-max1:METHOD``: a ``ProcessPoolExecutor`` whose
 workers leave after each task (``max_tasks_per_child=1``, so 4 tasks need 4 workers). FORM
 ``otlp-dead:METHOD``: a dead OTLP endpoint configured (``OTEL_EXPORTER_OTLP_ENDPOINT``, set by the
 test), children that leave the normal way (``METHOD`` fork, spawn, forkserver or ``os.fork``); printed
@@ -27,6 +27,7 @@ from looptrace.tracer import Tracing
 from .fork_agent import STEPS
 
 THREADS, FORKS, TASKS = 6, 3, 4
+READ_WAIT = 30.0  # seconds the reader-held child's own read may take (it takes about 0.1 s)
 _TRACING: Tracing | None = None
 
 
@@ -85,6 +86,13 @@ def busy(db: str) -> None:
         t.join()
 
 
+def _count_runs(db: str, seen: list[int]) -> None:
+    from looptrace.tracer.store import Store
+
+    with Store(db).reader(absorb=False) as conn:  # absorbing would wait on the parent's open file
+        seen.append(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+
+
 def reader_held(db: str) -> None:
     """A parent thread holds a store reader (the store's in-process lock) while the main thread forks
     a child that traces a run and shuts its ``Tracing`` down (a compaction: it takes that lock)."""
@@ -106,18 +114,30 @@ def reader_held(db: str) -> None:
     held.wait()
     pid = os.fork()
     if pid == 0:
+        code = 3
         try:
             traced_run("r0")
             tracing.shutdown()
+            # Its own reader while the parent's thread still holds one: the path's in-process lock was
+            # held at fork by a thread the child does not have, and must not have come along (the
+            # path-lock reset at fork). A child's shutdown skips compaction, so without this read the
+            # child never takes that lock and the form proves nothing (issue 39). Bounded: a child
+            # stuck on the lock says so at once rather than at the test's 90 s.
+            seen: list[int] = []
+            read = threading.Thread(target=_count_runs, args=(db, seen), daemon=True)
+            read.start()
+            read.join(READ_WAIT)
+            print(f"child read: {seen[0] if seen else 'stuck on the store lock'}", flush=True)
+            code = 0 if seen else 3
         finally:
-            os._exit(0)
+            os._exit(code)
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
     release.set()
     # Joined, not left as a daemon: a daemon thread still closing its DuckDB connection when the
     # interpreter finalizes is ended inside DuckDB's C++ and aborts the process (134, "FATAL: exception
     # not rethrown") after "done" was printed.
     held_by.join()
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's reader never opened the store"
 
 
 def main() -> None:

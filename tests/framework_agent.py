@@ -2,7 +2,11 @@
 
 usage: python -m tests.framework_agent CLIENT MODEL_URL OTLP_URL
 MODEL_URL is the scripted Chat Completions server's base URL (``.../v1``) for the OpenAI clients, the
-scripted Messages server's for the Anthropic ones. The model's script (``conversation_turn``) decides each
+scripted Messages server's for the Anthropic ones. OTLP_URL is the receiver's ``.../v1/traces`` URL, or
+``grpc://HOST:PORT`` to export over OTLP/gRPC, or ``file:PATH`` to write the SDK's span JSON there with
+its ``ConsoleSpanExporter``. The ``openai+genai:MODE`` clients (``GENAI_LOG_MODES``)
+run the official GenAI instrumentor in a content mode that sends log records, with the SDK's OTLP log
+exporter beside the trace exporter. The model's script (``conversation_turn``) decides each
 answer from the request alone: turn 1 calls ``read_file {"path": "a.txt"}``, turn 2 the undeclared
 ``delete_everything {"force": true}``, turn 3 ``read_file {"path": "b.txt"}``, turn 4 answers. Each client
 runs in its own process because instrumentors patch their SDK globally and cannot all be loaded at once.
@@ -160,7 +164,16 @@ def pydantic_ai_agent(url: str) -> None:
     agent.run_sync(TASK)
 
 
-def _instrument(client: str, provider: Any) -> None:
+# Content modes of the official GenAI instrumentor that send log records: (opt in to the latest
+# conventions, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
+GENAI_LOG_MODES = {
+    "legacy_events": (False, "true"),
+    "event_only": (True, "EVENT_ONLY"),
+    "span_and_event": (True, "SPAN_AND_EVENT"),
+}
+
+
+def _instrument(client: str, provider: Any, logger_provider: Any = None) -> None:
     """Install the instrumentor ``client`` names, on ``provider``."""
     if client.startswith("openai-agents"):
         import agents
@@ -183,9 +196,16 @@ def _instrument(client: str, provider: Any) -> None:
     elif client == "openai+openllmetry":
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TlOpenAI
         TlOpenAI().instrument(tracer_provider=provider)
-    elif client == "openai+genai":
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as GenAIOpenAI
-        GenAIOpenAI().instrument(tracer_provider=provider)
+    elif client.startswith("openai+genai"):
+        import opentelemetry.instrumentation.openai_v2 as genai_v2
+        if client == "openai+genai:legacy_events":
+            # The instrumentor's long-standing event path (per-message events) is taken when the latest
+            # conventions are not opted in; but the util-genai its pin allows (1.1b0) answers "opted in"
+            # whatever the environment says. Ask the environment, as util-genai did before 1.1: the
+            # events are then the instrumentor's own legacy code's.
+            genai_v2.is_experimental_mode = lambda: "gen_ai_latest_experimental" in os.environ.get(
+                "OTEL_SEMCONV_STABILITY_OPT_IN", "")
+        genai_v2.OpenAIInstrumentor().instrument(tracer_provider=provider, logger_provider=logger_provider)
     elif client == "anthropic+openinference":
         from openinference.instrumentation.anthropic import AnthropicInstrumentor
         AnthropicInstrumentor().instrument(tracer_provider=provider)
@@ -206,6 +226,7 @@ CLIENTS: dict[str, Callable[[str], None]] = {
     "anthropic+openinference": plain_anthropic,
     "anthropic+openllmetry": plain_anthropic,
 }
+LOG_CLIENTS = {f"openai+genai:{mode}": plain_openai for mode in GENAI_LOG_MODES}
 
 
 def main() -> None:
@@ -215,23 +236,60 @@ def main() -> None:
     if client == "openai+genai":
         os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
         os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    elif client in LOG_CLIENTS:
+        latest, capture = GENAI_LOG_MODES[client.partition(":")[2]]
+        if latest:
+            os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = capture
     else:
         os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
     from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    provider = TracerProvider(resource=Resource.create({"service.name": f"conformance-{client}"}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
+    resource = Resource.create({"service.name": f"conformance-{client}"})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(SimpleSpanProcessor(_span_exporter(otlp_url)))
     trace.set_tracer_provider(provider)
-    _instrument(client, provider)
-    result = CLIENTS[client](model_url)
+    logger_provider = _logger_provider(otlp_url, resource) if client in LOG_CLIENTS else None
+    _instrument(client, provider, logger_provider)
+    result = {**CLIENTS, **LOG_CLIENTS}[client](model_url)
     if asyncio.iscoroutine(result):
         asyncio.run(result)
     provider.force_flush()
     provider.shutdown()
+    if logger_provider is not None:
+        logger_provider.force_flush()
+        logger_provider.shutdown()
+
+
+def _span_exporter(otlp_url: str) -> Any:
+    if otlp_url.startswith("file:"):  # the SDK's own span JSON, as a developer writes it to a file
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+        return ConsoleSpanExporter(out=open(otlp_url.removeprefix("file:"), "w", encoding="utf-8"))  # noqa: SIM115
+    if otlp_url.startswith("grpc://"):
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+        return GrpcSpans(endpoint="http://" + otlp_url.removeprefix("grpc://"), insecure=True)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    return OTLPSpanExporter(endpoint=otlp_url)
+
+
+def _logger_provider(otlp_url: str, resource: Any) -> Any:
+    """The SDK's logger provider exporting OTLP beside the spans: log batches are sent on their own
+    schedule (``LOG_DELAY_MS``, default the SDK's), so they may reach the receiver after their spans."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    if otlp_url.startswith("grpc://"):
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+        exporter: Any = GrpcLogs(endpoint="http://" + otlp_url.removeprefix("grpc://"), insecure=True)
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        exporter = OTLPLogExporter(endpoint=otlp_url.replace("/v1/traces", "/v1/logs"))
+    logger_provider = LoggerProvider(resource=resource)
+    delay = int(os.environ.get("LOG_DELAY_MS", "1000"))
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporter, schedule_delay_millis=delay))
+    return logger_provider
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -20,10 +21,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
 
+DETAILS = "gen_ai.client.inference.operation.details"
 
-def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float = 0.0) -> None:
+
+def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float = 0.0, logger: Any = None) -> None:
     """``traces`` agent runs of ``steps`` steps each (a chat span and an echo tool span per step),
-    in the GenAI conventions; ``pause`` seconds after each step keeps a run open for a while."""
+    in the GenAI conventions; ``pause`` seconds after each step keeps a run open for a while. With a
+    ``logger``, each chat's messages go out as a ``gen_ai.client.inference.operation.details`` log
+    record in its span's context (``EVENT_ONLY``), as well as none on the span."""
     for t in range(traces):
         agent = f"{tag}-agent-{t}"
         with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
@@ -32,7 +37,10 @@ def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float 
                 with tracer.start_as_current_span("chat gpt-4o", attributes={
                         "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
                         "gen_ai.usage.input_tokens": 100 + i, "gen_ai.usage.output_tokens": 10}):
-                    pass
+                    if logger is not None:
+                        from opentelemetry._logs import LogRecord
+                        logger.emit(LogRecord(event_name=DETAILS, attributes={"gen_ai.output.messages": [
+                            {"role": "assistant", "parts": [{"type": "text", "content": f"{agent} thinks {i}"}]}]}))
                 with tracer.start_as_current_span("execute_tool echo", attributes={
                         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo",
                         "gen_ai.tool.call.id": f"{agent}-{i}",

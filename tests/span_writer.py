@@ -3,9 +3,10 @@
 The scripted smolagents agent of ``framework_agent`` runs under OpenInference's smolagents
 instrumentor (the pairing the public span-tree trace datasets were recorded with) on a real
 ``TracerProvider`` with the SDK's ``InMemorySpanExporter``. Its finished spans are then written by
-the OTel exporter's own encoder as OTLP JSON (the reference), and serialised into the containers
-other backends export, each from the same ``ReadableSpan`` values, by its public layout: a nested
-span tree, a Phoenix span dataframe (JSON records and Parquet), Jaeger's JSON and Zipkin v2 JSON.
+the OTel exporter's own encoder as OTLP JSON (the reference) and by OTel's Zipkin exporter as Zipkin v2
+JSON (what it posts to a Zipkin server, caught on loopback). The containers no installable package
+writes beside the pins are serialised here from the same ``ReadableSpan`` values, by their public
+layouts: a nested span tree, a Phoenix span dataframe (JSON records and Parquet) and Jaeger's JSON.
 Run in its own process: instrumentors patch their SDK globally.
 """
 
@@ -74,7 +75,8 @@ def tree(spans: list[Any]) -> dict[str, Any]:
                 "duration": f"PT{(s.end_time - s.start_time) / 1e9:.6f}S", "status_code": _status(s).title(),
                 "status_message": s.status.description or "", "span_attributes": dict(s.attributes),
                 "resource_attributes": dict(s.resource.attributes), "scope_name": s.instrumentation_scope.name,
-                "events": [], "child_spans": [node(c) for c in by_parent.get(s.context.span_id, [])]}
+                "events": [{"name": e.name, "timestamp": _iso(e.timestamp), "attributes": dict(e.attributes)}
+                           for e in s.events], "child_spans": [node(c) for c in by_parent.get(s.context.span_id, [])]}
     return {"trace_id": _hex(spans[0].context.trace_id, 32), "spans": [node(s) for s in by_parent.get(None, [])]}
 
 
@@ -120,23 +122,39 @@ def jaeger(spans: list[Any]) -> dict[str, Any]:
                       "processes": {"p1": {"serviceName": service, "tags": []}}}]}
 
 
-def zipkin(spans: list[Any]) -> list[dict[str, Any]]:
-    out = []
-    for s in spans:
-        tags = {k: json.dumps(list(v)) if isinstance(v, tuple) else str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in s.attributes.items()}
-        if _status(s) != "UNSET":
-            tags["otel.status_code"] = _status(s)
-        span = {"traceId": _hex(s.context.trace_id, 32), "id": _hex(s.context.span_id, 16), "name": s.name,
-                "timestamp": s.start_time // 1000, "duration": (s.end_time - s.start_time) // 1000,
-                "localEndpoint": {"serviceName": str(s.resource.attributes.get("service.name", "unknown"))},
-                "tags": tags}
-        if s.parent:
-            span["parentId"] = _hex(s.parent.span_id, 16)
-        if s.kind.value in (1, 2, 3, 4):
-            span["kind"] = KINDS[s.kind.value]
-        out.append(span)
-    return out
+def zipkin(spans: list[Any], *, max_tag_value_length: int = 1 << 30) -> bytes:
+    """Zipkin v2 JSON as OTel's own Zipkin exporter posts it, caught by an HTTP server on loopback.
+
+    The exporter cuts every tag value to 128 characters unless told otherwise; a user who keeps the
+    messages and tool arguments of LLM spans raises ``max_tag_value_length`` (at 128, a tool call's
+    arguments and the model's messages arrive cut, and no importer can put them back)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.exporter.zipkin.json import ZipkinExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    bodies: list[bytes] = []
+
+    class Collector(BaseHTTPRequestHandler):  # a Zipkin server's POST /api/v2/spans, and nothing else
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            bodies.append(self.rfile.read(int(self.headers["content-length"])))
+            self.send_response(202)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Collector) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        exporter = ZipkinExporter(endpoint=f"http://127.0.0.1:{server.server_address[1]}/api/v2/spans",
+                                  max_tag_value_length=max_tag_value_length)
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        server.shutdown()
+    [body] = bodies
+    return body
 
 
 def otlp_hex_ids(doc: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +193,7 @@ def main() -> None:
     (out / "tree.json").write_text(json.dumps(tree(spans)))
     (out / "phoenix.json").write_text(json.dumps(phoenix(spans)))
     (out / "jaeger.json").write_text(json.dumps(jaeger(spans)))
-    (out / "zipkin.json").write_text(json.dumps(zipkin(spans)))
+    (out / "zipkin.json").write_bytes(zipkin(spans))
     import pyarrow as pa
     import pyarrow.parquet as pq
     rows = phoenix(spans, nested_as_text=True)

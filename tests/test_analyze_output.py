@@ -76,3 +76,19 @@ def test_csv_and_json(db: Path) -> None:
     data = json.loads(looptrace("analyze", "--db", str(db), "--format", "json").stdout)
     assert [d["agent"] for d in data] == ["agent-early", "agent-middle", "agent-late"]
     assert data[0]["diagnoses"][0]["label"] == "stagnation" and data[0]["started_at"].startswith("2026-01-02")
+
+
+def test_a_loop_the_agent_recovered_from_shows_beside_its_ok(tmp_path: Path) -> None:
+    """Wasted calls are worth a line even when the run ended well: the short table names the loop."""
+    from looptrace.replay.analyze_output import Row
+    from looptrace.replay.analyzer import analyze_store
+
+    steps = [ImportedStep(step=1, tool="read_file", args={"path": "notes.txt"}, observation="deploy: Friday")]
+    steps += [ImportedStep(step=i, tool="read_file", args={"path": "notes.md"}, is_error=True,
+                           observation="FileNotFoundError: notes.md") for i in (2, 3, 4)]
+    steps += [ImportedStep(step=5, tool="final_answer", args={"answer": "Friday"})]
+    store = Store(tmp_path / "s.duckdb")
+    write_trajectories(store, [Trajectory(source="t.json", agent="a", status="ok", steps=steps)])
+    [result] = analyze_store(store)
+    assert [d.label for d in result.diagnoses] == ["ok", "stagnation"]
+    assert Row(result, "a", None).evidence(full=False).endswith("(also: stagnation, steps 2-4)")

@@ -204,3 +204,79 @@ def test_thresholds_come_from_a_file_then_overrides(tmp_path: Path) -> None:
     path.write_text("[analyzer]\nrepeat_min = 'six'\n")
     with pytest.raises(ValueError, match="repeat_min"):
         load_thresholds(path)
+
+
+# -- repeated failing calls: primary when the run ends in them, secondary when the agent recovered ------
+
+
+def fail(step: int, arg: str = "missing.txt", err: str = "FileNotFoundError: missing.txt", **kw: object) -> StepView:
+    return act(step, tool="read_file", arg=arg, obs=err, is_error=True, error_type="FileNotFoundError",
+               tokens=800, cost_usd=0.0033, **kw)
+
+
+def answer(step: int, text: str = "The deploy is on Friday.") -> StepView:
+    return StepView(step=step, end_text=text)
+
+
+@pytest.mark.parametrize(
+    ("name", "r", "labels", "kind"),
+    [
+        ("3 identical failing calls, then recovered and answered",
+         run([*varied(2), fail(3), fail(4), fail(5), act(6, arg="notes.txt"), answer(7)], "ok"),
+         ["ok", "stagnation"], "failing"),
+        ("the same tool, the same error, other arguments: recovered",
+         run([fail(1, arg="a", err="Permission denied"), fail(2, arg="b", err="Permission denied"),
+              fail(3, arg="c", err="Permission denied"), act(4, arg="d"), answer(5)], "ok"), ["ok", "stagnation"],
+         "failing"),
+        ("the run ends in 3 failing calls", run([*varied(2), fail(3), fail(4), fail(5)], "incomplete"),
+         ["stagnation"], "failing"),
+        ("2 failing calls are not a streak", run([*varied(2), fail(3), fail(4), act(5, arg="x"), answer(6)], "ok"),
+         ["ok"], None),
+        ("a new error each time is news",
+         run([fail(i + 1, err=f"exit code {i}") for i in range(4)] + [answer(5)], "ok"), ["ok"], None),
+        ("a cap the failing streak did not cause stays primary",
+         run([*varied(2), fail(3), fail(4), fail(5), *varied(10)[5:]], "max_iters"), ["cap_hit", "stagnation"],
+         "failing"),
+        ("a long loop recovered from in a run that ended normally is secondary",
+         run([act(i + 1, arg="x", obs="same") for i in range(6)] + [act(7, arg="y"), answer(8)], "ok"),
+         ["ok", "stagnation"], "repeat"),
+        ("a long loop in a run a cap stopped stays the root cause",
+         run([act(i + 1, arg="x", obs="same") for i in range(6)] + varied(9)[7:], "max_iters"),
+         ["stagnation", "cap_hit"], "repeat"),
+    ],
+)
+def test_repeated_failing_calls(name: str, r: RunView, labels: list[str], kind: str | None) -> None:
+    found = diagnose(r, T)
+    assert [d.label for d in found] == labels, (name, found)
+    stuck = [d for d in found if d.label == "stagnation"]
+    assert [d.evidence["kind"] for d in stuck] == ([kind] if kind else [])
+
+
+def test_a_recovered_failing_streak_names_its_steps_and_spend() -> None:
+    [ok, stuck] = diagnose(run([*varied(5), fail(6), fail(7), fail(8), act(9, arg="notes.txt"), answer(10)], "ok"), T)
+    assert (ok.label, ok.is_primary, stuck.is_primary) == ("ok", True, False)
+    assert (stuck.first_step, stuck.last_step) == (6, 8)
+    assert stuck.evidence | {"args": None} == {
+        "kind": "failing", "repeats": 3, "tool": "read_file", "args": None, "same_args": True, "steps": [6, 7, 8],
+        "calls": 3, "tokens": 2400, "cost_usd": pytest.approx(0.0099), "ends_run": False, "tripped_at": 8}
+    assert stuck.explanation.startswith("3 identical failing calls of 'read_file' at steps 6-8")
+    assert stuck.explanation.endswith("2,400 tokens and $0.0099 went on it. The agent recovered.")
+
+
+@pytest.mark.parametrize(
+    ("name", "r", "t", "primary"),
+    [
+        ("a group chat at the limit it records", run(varied(6), "incomplete", attributes='{"max_round": 6}'), T,
+         "cap_hit"),
+        ("a group chat at a configured limit", run(varied(6), "incomplete"), Thresholds(chat_round_limit=6), "cap_hit"),
+        ("its message count matches the configured limit",
+         run(varied(4), "incomplete", attributes='{"messages": 8}'), Thresholds(chat_round_limit=8), "cap_hit"),
+        ("short of the configured limit", run(varied(5), "incomplete"), Thresholds(chat_round_limit=6), "incomplete"),
+        ("at the limit but it said TERMINATE",
+         run([*varied(5), StepView(step=6, end_text="Done. TERMINATE")], "incomplete"), Thresholds(chat_round_limit=6),
+         "ok"),
+        ("at the limit, success recorded", run(varied(6), "ok"), Thresholds(chat_round_limit=6), "ok"),
+    ],
+)
+def test_a_chat_that_stops_at_its_round_limit(name: str, r: RunView, t: Thresholds, primary: str) -> None:
+    assert diagnose(r, t)[0].label == primary, name

@@ -1,4 +1,5 @@
-"""The Iceberg catalog backend: a real pyiceberg SQL catalog on SQLite under the test's folder.
+"""The Iceberg catalog backend: a real pyiceberg SQL catalog, on SQLite under the test's folder or in
+a database of its own on a real PostgreSQL server (``conftest.postgres``: what a team shares).
 
 The demo's store (real loop, real SDK) is copied into a catalog by ``looptrace export --catalog``,
 and every documented view must then give the same rows over the catalog as over the DuckDB file:
@@ -9,6 +10,7 @@ way it writes segments, and the commands say which extra they need when pyiceber
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,18 +26,37 @@ pytest.importorskip("pyiceberg")
 NAME = "lttest"  # pyiceberg reads "_" in a variable's name as "-": a name without one
 
 
-def catalog_env(folder: Path, name: str = NAME) -> dict[str, str]:
-    """A SQLite SQL catalog under ``folder``, configured by environment variables, pyiceberg's way."""
+def catalog_env(folder: Path, name: str = NAME, uri: str | None = None) -> dict[str, str]:
+    """A SQL catalog (SQLite under ``folder``, or the database at ``uri``) with its warehouse under
+    ``folder``, configured by environment variables, pyiceberg's way."""
     folder.mkdir(parents=True, exist_ok=True)
     key = name.upper()
-    return {f"PYICEBERG_CATALOG__{key}__URI": f"sqlite:///{folder / 'catalog.db'}",
+    return {f"PYICEBERG_CATALOG__{key}__URI": uri or f"sqlite:///{folder / 'catalog.db'}",
             f"PYICEBERG_CATALOG__{key}__WAREHOUSE": (folder / "warehouse").as_uri(),
             "XDG_STATE_HOME": str(folder / "state")}  # a catalog collect's default journal, not in HOME
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def catalog_uri(request: pytest.FixtureRequest) -> str | None:
+    """The catalog database of a test run on both backends: None for SQLite (a file under the test's
+    folder), else a new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return None
+    return request.getfixturevalue("postgres").create_database(f"catalog_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
-def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """An empty catalog named NAME for this test."""
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_uri: str | None) -> dict[str, str]:
+    """An empty catalog named NAME for this test, on each backend."""
+    env = catalog_env(tmp_path / "catalog", uri=catalog_uri)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+@pytest.fixture
+def sqlite_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """An empty SQLite catalog named NAME, for a slow test whose subject is not the catalog's database."""
     env = catalog_env(tmp_path / "catalog")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -212,7 +233,9 @@ def test_report_and_view_read_a_catalog(demo: Path, exported_env: dict[str, str]
     assert missing.returncode == 1 and missing.stderr.startswith("error: catalog 'nowhere'"), missing.stderr
 
 
-def test_import_into_a_catalog_is_idempotent_and_reads_like_a_store(tmp_path: Path, catalog: dict[str, str]) -> None:
+def test_import_into_a_catalog_is_idempotent_and_reads_like_a_store(tmp_path: Path,
+                                                                    sqlite_catalog: dict[str, str]) -> None:
+    catalog = sqlite_catalog
     import json
 
     files = tmp_path / "chats"

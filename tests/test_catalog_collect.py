@@ -34,7 +34,8 @@ TIMEOUT = 240
 
 def _start_collect(env: dict[str, str], journal: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--catalog", NAME, "--port", "0",
-                             "--settle", "0", "--diagnose-every", "0", "--journal", str(journal)], cwd=ROOT, env=env,
+                             "--grpc-port", "off", "--settle", "0", "--diagnose-every", "0", "--journal", str(journal)],
+                            cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -1,5 +1,6 @@
 """A durable ``collect --catalog``: the journal in a local DuckDB file, each run in the catalog once.
 
+Each test runs on a SQLite catalog and on a PostgreSQL one (a real server: ``conftest.postgres``).
 A real ``collect --catalog`` process acknowledges the spans of an open trace and is killed with
 SIGKILL; the next one on the same journal takes them back and finishes the trace into the catalog.
 Then the harder moment: a trace committed to the catalog but not closed in the journal (the journal
@@ -27,7 +28,7 @@ from looptrace.tracer.store.iceberg import CatalogStore
 from looptrace.tracer.store.iceberg.journaled import JournaledCatalogWriter
 
 from .conftest import PYTHON, ROOT, python_env
-from .test_catalog import catalog_env
+from .test_catalog import catalog_env, catalog_uri  # noqa: F401 - a fixture: each test on SQLite and PostgreSQL
 from .test_ingest import genai_agent, post, request_of
 from .test_journal import _open_trace, spans_of
 
@@ -58,8 +59,11 @@ def _counts() -> tuple[int, ...]:
 
 
 @pytest.mark.slow  # three real collect processes
-def test_a_killed_catalog_collect_loses_no_acknowledged_span(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cat_env = catalog_env(tmp_path / "catalog", NAME)
+# On the deployment's catalog only: the journal is the same over SQLite (the other two tests run on both).
+@pytest.mark.parametrize("catalog_uri", ["postgres"], indirect=True)
+def test_a_killed_catalog_collect_loses_no_acknowledged_span(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             catalog_uri: str | None) -> None:
+    cat_env = catalog_env(tmp_path / "catalog", NAME, catalog_uri)
     env, journal = {**python_env(), **cat_env}, tmp_path / "journal.duckdb"
     request = request_of(lambda t: genai_agent(t, repeats=1, end_root=False)).SerializeToString()
     first, url, _ = _collect(env, journal)
@@ -93,9 +97,9 @@ def test_a_killed_catalog_collect_loses_no_acknowledged_span(tmp_path: Path, mon
 
 
 def test_a_trace_in_the_catalog_but_open_in_the_journal_is_written_again_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_uri: str | None
 ) -> None:
-    for k, v in catalog_env(tmp_path / "catalog", NAME).items():
+    for k, v in catalog_env(tmp_path / "catalog", NAME, catalog_uri).items():
         monkeypatch.setenv(k, v)
     journal = tmp_path / "journal.duckdb"
     segments = Path(f"{journal}.segments")
@@ -131,12 +135,13 @@ class _HeldWriter:
         return self.inner.write(rows)
 
 
-def test_a_catalog_receiver_answers_while_its_catalog_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_catalog_receiver_answers_while_its_catalog_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              catalog_uri: str | None) -> None:
     """A request waits for its journal write, never for a catalog commit (which took every request's
     turn under the lock, so that under load clients timed out and runs went missing). Spans that come
     for a trace while it is being written are placed under it once it is: a resend is dropped, a late
     span is added, nothing is written twice."""
-    for k, v in catalog_env(tmp_path / "catalog", NAME).items():
+    for k, v in catalog_env(tmp_path / "catalog", NAME, catalog_uri).items():
         monkeypatch.setenv(k, v)
     journal = tmp_path / "journal.duckdb"
     writer = _HeldWriter(JournaledCatalogWriter(CatalogStore(NAME), journal))

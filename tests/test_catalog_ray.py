@@ -20,7 +20,8 @@ from .test_catalog import catalog_env, cli
 
 pytest.importorskip("pyiceberg")
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 NAME = "raytest"
 
@@ -63,6 +64,13 @@ def test_ray_and_one_process_give_every_run_the_same_primary_label(
     lines = [ln for ln in on_ray.stderr.splitlines() if ln.startswith("partition ")]
     assert lines and lines[-1].startswith(f"partition {len(lines)}/{len(lines)} done"), on_ray.stderr
     assert sum(int(ln.split("(")[1].split()[0]) for ln in lines) == len(finished)
+    # It says where it ran, as measured: the cluster's address, its nodes and CPUs, the partitions.
+    summary = next(ln for ln in on_ray.stderr.splitlines() if ln.startswith("analysed "))
+    assert summary.startswith(f"analysed {len(lines)} partitions as Ray tasks on {two_nodes.address}: "
+                              "2 nodes, 2 CPUs; "), summary
+    assert " s wall (planning " in summary and "tasks used " in summary, summary
+    assert next(ln for ln in one.stderr.splitlines() if ln.startswith("analysed ")).startswith(
+        f"analysed {len(lines)} partitions in this process in ")
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)

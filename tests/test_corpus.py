@@ -30,7 +30,9 @@ KNOWN_MISSES = {
                                  "5+ identical consecutive actions",
 }
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CORPUS / "labels.csv").exists(), reason="no corpus")]
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("corpus"),
+              pytest.mark.skipif(not (CORPUS / "labels.csv").exists(), reason="no corpus")]
 
 
 @pytest.fixture(scope="module")

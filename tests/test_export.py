@@ -357,9 +357,33 @@ def _attrs(kvs: Any) -> dict[str, Any]:
     return out
 
 
+def test_analyze_sends_evaluation_log_records_to_an_otlp_endpoint(demo: Path, exported: Path, tmp_path: Path) -> None:
+    """The default: one gen_ai.evaluation.result log record per diagnosis, tied to its run's span; a
+    looptrace collect (OTLP logs in) keeps them in its log_records table."""
+    from looptrace.tracer.ingest.otlp import OtlpReceiver
+    db = tmp_path / "collected.duckdb"
+    with OtlpReceiver(db, port=0, settle=0) as receiver:
+        result = looptrace("analyze", "--db", str(exported), "--otlp-endpoint", receiver.url, "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("sent 16 evaluation results (15 runs)") and "/v1/logs" in result.stderr, \
+        result.stderr
+    runs = {r: (t, s) for r, t, s in query(demo, "SELECT DISTINCT run_id, trace_id, span_id FROM run_records")}
+    got = set()
+    for trace_id, span_id, name, attributes in query(
+            db, "SELECT trace_id, span_id, event_name, attributes FROM log_records"):
+        a = json.loads(attributes)
+        assert name == "gen_ai.evaluation.result" and a["gen_ai.evaluation.name"] == "looptrace.failure"
+        assert (trace_id, span_id) == runs[a["looptrace.run.id"]]  # in the run's own span context
+        got.add((a["looptrace.run.id"], a["gen_ai.evaluation.score.label"], a["gen_ai.evaluation.score.value"],
+                 a.get("looptrace.evaluation.first_step"), a.get("looptrace.evaluation.last_step")))
+    assert got == set(query(demo, "SELECT run_id, label, CASE WHEN is_primary THEN 1.0 ELSE 0.5 END, "
+                                  "first_step, last_step FROM diagnoses"))
+
+
 def test_analyze_sends_evaluation_events_to_an_otlp_endpoint(demo: Path, exported: Path) -> None:
     with Receiver() as receiver:
-        result = looptrace("analyze", "--db", str(exported), "--otlp-endpoint", receiver.url, "--json")
+        result = looptrace("analyze", "--db", str(exported), "--otlp-endpoint", receiver.url, "--json",
+                           "--evaluation-span-events")
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("sent 16 evaluation results (15 runs)"), result.stderr
     spans = receiver.spans()

@@ -96,6 +96,11 @@ def small_store(db: Path, steps: int = 3) -> str:
 
 # -- signals ------------------------------------------------------------------------------------------
 
+# An exit that waits for something is 15 s (the store's busy wait, DEFAULT_WAIT) or 30 s (an OTLP
+# exporter's timeout) late; a prompt one takes about 0.2 s. Between the two, a bound a loaded machine
+# cannot reach by noise (issue 39: 5 s was): how fast it exits is bench/ material, not a test's.
+SIGNAL_EXIT = 12.0
+
 
 @pytest.mark.parametrize("sig, error", [(signal.SIGTERM, "SystemExit"), (signal.SIGINT, "KeyboardInterrupt")],
                          ids=["SIGTERM", "SIGINT"])
@@ -110,8 +115,8 @@ def test_a_signal_mid_run_ends_it_interrupted_and_keeps_its_steps(db: Path, sig:
             time.sleep(0.1)
         sent = time.monotonic()
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=5)
-        assert time.monotonic() - sent < 5
+        out, err = proc.communicate(timeout=SIGNAL_EXIT)
+        assert time.monotonic() - sent < SIGNAL_EXIT
     finally:
         proc.kill()
     if sig == signal.SIGTERM:

@@ -3,7 +3,7 @@
 A thread-heavy parent whose threads flush while it forks (bare ``os.fork`` children leaving by
 ``os._exit`` without a flush, and a ``multiprocessing`` child), repeated because it is a race; a
 ``ProcessPoolExecutor`` whose workers leave after each task; a child forked while a parent thread
-holds a store reader, shutting its ``Tracing`` down; and children leaving the normal way with
+holds a store reader, shutting its ``Tracing`` down and opening a reader of its own; and children leaving the normal way with
 a dead OTLP endpoint configured (one that accepts connections and never answers, with a 30 s exporter
 timeout: a child that waited for it would take 30 s to exit).
 """
@@ -58,10 +58,11 @@ def test_a_thread_heavy_parent_that_flushes_while_forking_never_hangs(tmp_path: 
         assert query(db, "SELECT count(*) - count(DISTINCT span_id) FROM spans") == [(0,)]
 
 
-def test_a_child_forked_while_a_parent_thread_reads_the_store_shuts_down(tmp_path: Path) -> None:
+def test_a_child_forked_while_a_parent_thread_reads_the_store_shuts_down_and_reads(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    _run(db, "reader-held")  # before: the child waited forever for the parent thread's store lock
-    assert _child_runs(db) == [(2, 2, 2 * STEPS)]  # the parent's run and the child's
+    out = _run(db, "reader-held")  # before: the child waited forever for the parent thread's store lock
+    assert "child read: 2" in out.splitlines(), out  # its reader saw the parent's run and its own
+    assert _child_runs(db) == [(2, 2, 2 * STEPS)]
 
 
 def test_executor_workers_that_leave_after_each_task_keep_their_runs(tmp_path: Path) -> None:

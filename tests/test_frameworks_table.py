@@ -47,7 +47,13 @@ def test_every_result_wrapper_has_a_case() -> None:
     assert {(w.framework, w.keys) for w in fw.RESULT_WRAPPERS} == set(RESULTS)
 
 
-@pytest.mark.parametrize("entry", sorted(RESULTS, key=str), ids=str)
+def _entry_id(entry: tuple[str, frozenset[str]]) -> str:
+    """The same on every interpreter (a frozenset's order follows string hashing, which differs per
+    process, and pytest-xdist workers must collect the same ids)."""
+    return f"{entry[0]}-{'+'.join(sorted(entry[1]))}"
+
+
+@pytest.mark.parametrize("entry", sorted(RESULTS, key=_entry_id), ids=_entry_id)
 def test_result_wrapper(entry: tuple[str, frozenset[str]]) -> None:
     wrapped, inner = RESULTS[entry]
     assert fw.unwrap(wrapped, fw.RESULT_WRAPPERS) == inner
@@ -73,6 +79,8 @@ def test_graph_node() -> None:
 
 EVIDENCE = {
     "smolagents": "Unknown tool delete_everything, should be one of: read_file, final_answer.",
+    "smolagents-code": "InterpreterError: Forbidden function evaluation: 'delete_everything' is not among the "
+                       "explicitly allowed tools or defined/imported in the preceding code",
     "openai-agents": "Tool 'delete_everything' not found.",
     "langgraph": "Error: delete_everything is not a valid tool, try one of [read_file].",
     "pydantic-ai": "Unknown tool name: 'delete_everything'. Available tools: 'read_file'",

@@ -56,3 +56,29 @@ def test_a_failed_sync_leaves_no_segment(tmp_path: Path, monkeypatch: pytest.Mon
 
 def _failing(paths: list[Path]) -> None:
     raise OSError("disk failed")
+
+
+def test_a_segment_absorbed_before_its_sync_is_still_a_successful_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment is renamed into place before it is synced, so a reader may absorb and delete it in
+    between: the sync goes through descriptors, the write succeeds, and the rows are in the store once."""
+    from looptrace.tracer.store import Store
+    from looptrace.tracer.store import segments
+
+    db = tmp_path / "s.duckdb"
+    writer = SegmentWriter(db)
+    real = segments.fsync_all
+    absorbed: list[int] = []
+
+    def absorb_first(paths: list[Path | int]) -> None:
+        absorbed.append(Store(db).compact())  # a reader in another process, between rename and sync
+        assert not list_segments(segments_dir(db))
+        real(paths)
+
+    monkeypatch.setattr("looptrace.tracer.store.segments.fsync_all", absorb_first)
+    row = {"run_id": "r1", "agent": "a", "recorded_at": 1_700_000_000_000_000}
+    assert writer.write({"run_records": [row]}) is not None
+    assert absorbed == [1]
+    with Store(db).reader(locked_down=False) as conn:
+        assert conn.execute("SELECT run_id FROM run_records").fetchall() == [("r1",)]

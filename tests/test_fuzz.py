@@ -234,6 +234,23 @@ def test_importers_store_a_file_whole_or_skip_it(
     check_whole_or_skipped(import_store, files)
 
 
+
+def test_an_agent_named_with_a_lone_surrogate_is_imported_whole(tmp_path: Path) -> None:
+    """The fuzz test's find (issue 39), pinned: a CrewAI agent named with a lone surrogate gets a sub-run
+    whose id hashes that name; the file was skipped with an encoding error as its reason."""
+    log = [{"timestamp": "2026-01-01 00:00:00", "task_name": "t", "task": "t", "agent": agent, "status": status,
+            "output": "done"} for agent in ("Researcher \ud800", "Writer") for status in ("started", "completed")]
+    path = tmp_path / "crew.json"
+    path.write_bytes(json.dumps(log).encode("utf-8", "surrogatepass"))
+    store = Store(tmp_path / "store.duckdb")
+    report = import_paths(store, [path])
+    assert report.skipped == [] and report.runs_imported == 3  # the crew's run and one per agent
+    # Stored names are valid text (U+FFFD for the surrogate); the crew's run is named for its first agent.
+    agents = query(store.path, "SELECT agent, parent_run_id IS NULL FROM runs ORDER BY ALL")
+    assert agents == [("Researcher \ufffd", False), ("Researcher \ufffd", True), ("Writer", False)]
+    assert query(store.path, "SELECT count(DISTINCT run_id) FROM runs") == [(3,)]
+
+
 NESTED = {
     "document": "{nested}",
     "content": '{{"messages": [{{"role": "user", "content": "go"}}, '

@@ -418,6 +418,60 @@ def test_generic_chat(tmp_path: Path, data: Any, agent: str, n_steps: int) -> No
     assert t.task in ("hi", "plan a trip", "q")
 
 
+# -- "ok only when an agent had the last word", and never for that alone in a group chat ------------------
+
+_ASK = {"role": "user", "content": "Plan a trip to Lisbon."}
+
+
+def _turn(name: str | None, text: str, role: str = "assistant") -> dict[str, Any]:
+    return {"role": role, "content": text, **({"name": name} if name else {})}
+
+
+@pytest.mark.parametrize(("name", "messages", "status", "answer"), [
+    ("one agent had the last word", [_ASK, _turn(None, "Day 1: Belem.")], "ok", "Day 1: Belem."),
+    ("a person spoke last", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete", None),
+    ("nobody answered", [_ASK, {"role": "system", "content": "be brief"}], None, None),  # skipped: no agent turn
+    ("a group chat stops on an agent's message without an end",
+     [_ASK, _turn("planner", "Day 1: Belem."), _turn("critic", "Add Sintra.", role="user")], "incomplete",
+     "Add Sintra."),
+    ("a group chat with a termination word is read by the analyzer, not here",
+     [_ASK, _turn("planner", "Day 1: Belem."), _turn("critic", "Good. TERMINATE", role="user")], "incomplete",
+     "Good. TERMINATE"),
+])
+def test_generic_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str | None,
+                          answer: str | None) -> None:
+    path = write(tmp_path / "log.json", {"messages": messages})
+    if status is None:
+        with pytest.raises(TrajectoryFormatError, match="no agent turns"):
+            parse_file(path)
+        return
+    _, (t,) = parse_file(path)
+    assert (t.status, t.answer) == (status, answer), name
+    assert t.attributes["messages"] == len(messages)
+
+
+def test_generic_chat_keeps_a_recorded_round_limit(tmp_path: Path) -> None:
+    data = {"messages": [_ASK, _turn("planner", "a"), _turn("critic", "b")], "max_round": 3, "max_turns": True}
+    _, (t,) = parse_file(write(tmp_path / "log.json", data))
+    assert t.attributes["max_round"] == 3 and "max_turns" not in t.attributes  # a flag is not a limit
+
+
+@pytest.mark.parametrize(("name", "messages", "status"), [
+    ("the assistant's reply is its answer", [_ASK, _turn(None, "Day 1: Belem.")], "ok"),
+    ("stops on a tool call", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]}], "incomplete"),
+    ("stops on a tool result", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "3 hotels"}], "incomplete"),
+    ("stops on the user's message", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete"),
+    ("two named assistants take turns: a group chat", [_ASK, _turn("planner", "Day 1."), _turn("critic", "Ok.")],
+     "incomplete"),
+])
+def test_openai_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str) -> None:
+    fmt, (t,) = parse_file(write(tmp_path / "chat.json", {"messages": messages, "model": "gpt-4o"}))
+    assert t.status == status, (name, fmt)
+
+
 # -- damaged files and the runner -------------------------------------------------------------------------
 
 

@@ -559,7 +559,8 @@ def test_two_processes_export_at_once(receiver: OtlpReceiver, db: Path) -> None:
 
 @pytest.mark.slow
 def test_collect_command(db: Path) -> None:
-    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0"], cwd=ROOT,
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
+                             "--grpc-port", "off"], cwd=ROOT,
                             env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -16,7 +16,8 @@ from looptrace.replay.analyzer.markers import ERROR_MARKERS, MAY_MARK_SQL, MARKE
 from .test_markers import EXAMPLES
 
 CRASHES = ["Traceback (most recent call last):\n  File \"x.py\"", "  pkg.mod.KeyError: 'a'", "ValueError: bad",
-           "Unhandled exception in thread", "FATAL ERROR in runtime"]
+           "Unhandled exception in thread", "FATAL ERROR in runtime",
+           "Error processing publish message for Coder_1/default"]
 # Python's \s also matches \v and \x1c-\x1f; what it calls a word or a digit beyond ASCII RE2 does not.
 TRICKY = ["The chart is saved.\nTERMINATE\x0b\x1c", "\x1e\x1fValueError: x", "ValueError:\x1c\x0bx",
           "Max rounds (\u0663) reached", "agent reached maxımum iteration", "naïve\nSubmitted"]

@@ -26,6 +26,11 @@ EXAMPLES: list[tuple[str, str, str, str]] = [
     ("AutoGen / harness time limit", "error", "TimeoutError: maximum time exceeded", "cap_hit"),
     ("AutoGen AgentChat termination", "step", "Maximum number of messages 10 reached, current message count: 10",
      "cap_hit"),
+    ("AutoGen AgentChat token usage termination", "attributes",
+     '{"stop_reason": "Token usage limit reached, total token count: 12040, prompt token count: 11800, '
+     'completion token count: 240."}', "cap_hit"),
+    ("AutoGen AgentChat timeout termination", "attributes", '{"stop_reason": "Timeout of 300 seconds reached"}',
+     "cap_hit"),
     ("OpenAI Agents SDK", "error", "agents.exceptions.MaxTurnsExceeded: Max turns (10) exceeded", "cap_hit"),
     ("smolagents", "step", "Reached max steps.", "cap_hit"),
     ("LangGraph", "error", "GraphRecursionError: Recursion limit of 25 reached without hitting a stop condition",

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from looptrace.replay.analyzer import analyze_store
+from looptrace.replay.analyzer import Thresholds, analyze_store
 from looptrace.tracer.ingest.files.importing import import_paths
 from looptrace.tracer.store import Store
 
-from .conftest import ROOT, python_env, query
+from .conftest import python_env, query
 
 TASK = "How many studio albums did Mercedes Sosa publish between 2000 and 2009?"
 
@@ -71,6 +71,16 @@ CASES = [
                                                     "content": "The plot is saved. TERMINATE"}]), "ok"),
     ("ag2 group chat cut after a code block",
      group_chat([{"role": "assistant", "name": "Engineer", "content": "```python\nplot()\n```"}]), "incomplete"),
+    # an agent always has the last word in a group chat: without an end it is no end
+    ("ag2 group chat that stops on an agent's message",
+     group_chat([{"role": "assistant", "name": "Planner", "content": "Engineer: now plot TSLA too."}]), "incomplete"),
+    ("ag2 group chat at the round limit it records",
+     {**group_chat([{"role": "assistant", "name": "Planner", "content": "Engineer: now plot TSLA too."}]),
+      "max_round": 7}, "cap_hit"),
+    ("magentic-one: the runtime's error two messages before the end",
+     magentic([("WebSurfer", "Error processing publish message for WebSurfer_1/default\nTraceback (most recent "
+                             "call last):\n  File \"_single_threaded_agent_runtime.py\"\nopenai.RateLimitError: 429"),
+               ("Orchestrator (thought)", "Updated Ledger: waiting for WebSurfer.")]), "error"),
 ]
 
 
@@ -127,10 +137,16 @@ def test_code_blocks_are_tool_calls_and_exitcodes_their_results(imported: tuple[
 def ag2_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("autogen", reason="ag2 (the frameworks extra) writes these logs")
     out = tmp_path_factory.mktemp("ag2")
-    done = subprocess.run([sys.executable, "-m", "tests.ag2_writer", str(out)], cwd=ROOT, env=python_env(),
+    # Run in a folder of its own: AG2 writes autogen_logs/ into its working directory (not the checkout).
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_writer", str(out)], cwd=out, env=python_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return out
+
+
+def _run_of(db: Path, path: Path) -> str:
+    [(run_id,)] = query(db, "SELECT run_id FROM runs WHERE source = ?", [str(path.resolve())])
+    return str(run_id)
 
 
 @pytest.mark.slow
@@ -138,11 +154,23 @@ def test_a_real_ag2_group_chat(ag2_logs: Path, tmp_path: Path) -> None:
     """AG2 0.14's own GroupChat record: every message has role ``user``; the agent is the ``name``."""
     db = tmp_path / "s.duckdb"
     report = import_paths(Store(db), [ag2_logs])
-    assert (report.runs_imported, report.skipped, report.runs_without_steps) == (2, [], 0)
+    assert (report.runs_imported, report.skipped, report.runs_without_steps) == (3, [], 0)
     analyze_store(Store(db))
     by_file = {Path(src).name: (status, label) for src, status, label in query(
         db, "SELECT r.source, r.status, d.label FROM runs r JOIN diagnoses d USING (run_id) WHERE d.is_primary")}
-    assert by_file == {"ag2_done.json": ("ok", "ok"), "ag2_cut.json": ("ok", "incomplete")}
+    # AG2 records no end: the status says so, the analyzer reads the termination word. A chat cut by
+    # max_round whose last word is an agent's is no normal end (ag2_limit.json).
+    assert by_file == {"ag2_done.json": ("incomplete", "ok"), "ag2_cut.json": ("incomplete", "incomplete"),
+                       "ag2_limit.json": ("incomplete", "incomplete")}
+    # With the limit the chats ran with configured, the chats it cut are cap hits, the finished one is not.
+    [limited] = [r for r in analyze_store(Store(db), thresholds=Thresholds(chat_round_limit=3), write=False)
+                 if r.run_id == _run_of(db, ag2_logs / "ag2_limit.json")]
+    assert limited.primary is not None and limited.primary.label == "cap_hit"
+    assert limited.primary.evidence["where"] == "the configured chat_round_limit"
+    labels = {r.run_id: r.primary.label for r in analyze_store(Store(db), thresholds=Thresholds(chat_round_limit=2),
+                                                               write=False) if r.primary}
+    assert (labels[_run_of(db, ag2_logs / "ag2_cut.json")], labels[_run_of(db, ag2_logs / "ag2_done.json")]) == (
+        "cap_hit", "ok")
     source = str(ag2_logs.resolve() / "ag2_done.json")
     calls = query(db, "SELECT t.step, t.tool, t.is_error, split_part(t.observation, chr(10), 1) FROM tool_calls t "
                       "JOIN runs r USING (run_id) WHERE r.source = ? ORDER BY t.step", [source])
@@ -160,8 +188,8 @@ def test_ag2_records_max_round_only_as_a_termination_event(tmp_path: Path) -> No
     records a user saves (the group's messages, the ``ChatResult``, its runtime log); only its
     ``TerminationEvent``, printed to stdout and streamed by the ``run()`` API. If that changes, map it."""
     pytest.importorskip("autogen", reason="ag2 (the frameworks extra)")
-    done = subprocess.run([sys.executable, "-m", "tests.ag2_probe", str(tmp_path / "runtime.log")], cwd=ROOT,
-                          env=python_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "tests.ag2_probe", str(tmp_path / "runtime.log")],
+                          cwd=tmp_path, env=python_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "groupchat.messages": False, "ChatResult": False, "runtime log": False, "stdout": True,

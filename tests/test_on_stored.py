@@ -53,7 +53,7 @@ def test_pending_runs_are_those_without_a_diagnosis(tmp_path: Path, db: Path) ->
 @pytest.mark.slow
 def test_collect_diagnoses_runs_as_they_land(db: Path) -> None:
     proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
-                             "--settle", "0.2", "--diagnose-every", "0.5"], cwd=ROOT, env=python_env(),
+                             "--grpc-port", "off", "--settle", "0.2", "--diagnose-every", "0.5"], cwd=ROOT, env=python_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -14,12 +14,13 @@ import pty
 import re
 import select
 import signal
-import socket
 import struct
 import subprocess
 import sys
 import termios
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,10 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     done = subprocess.run([PYTHON, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
+    if "Guard(" in code:  # the guard stopped the stuck agent after its third identical call, and said so
+        assert done.stdout.split()[:4] == ["max_repeats", "(1,", "2,", "3)"], done.stdout
+        assert query(tmp_path / "traces.duckdb", "SELECT agent, status FROM runs") == [("stuck", "stagnated")]
+        return
     if "Tracing(" in code:  # what it traced is in the store
         assert query(tmp_path / "traces.duckdb", "SELECT count(*) FROM runs WHERE status = 'ok'") == [(1,)]
     if "AnthropicInstrumentor(" in code:  # under the agent name it was given
@@ -65,7 +70,7 @@ def test_readme_python_block_runs_as_written(code: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_looptrace_serve_lenient_answers_the_readmes_loop(tmp_path: Path) -> None:
     # Record the README's instrumented loop, serve that run, and run the same loop against it.
-    [code] = [b for b in BLOCKS if "AnthropicInstrumentor(" in b]
+    [code] = [b for b in BLOCKS if "AnthropicInstrumentor(" in b and "Guard(" not in b]
     done = subprocess.run([PYTHON, "-c", code], cwd=tmp_path, env=python_env(), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -94,7 +99,11 @@ def test_looptrace_serve_lenient_answers_the_readmes_loop(tmp_path: Path) -> Non
 # -- every command line, after the quick start -------------------------------------------------------
 
 _SH = re.compile(r"^```sh\n(.*?)^```$", re.S | re.M)
-_SERVES = {"--web": 8008, " serve ": 8089}  # lines that serve until stopped: ready when their port answers
+# Lines that serve until stopped. They run as written plus ``--port 0`` (the last --port wins): the
+# server binds a port the kernel chooses and prints its URL, so the walk-through never needs 8008 or
+# 8089 free (issue 39: it skipped when either was taken). The defaults themselves are checked below.
+_SERVES = ("--web", " serve ")
+_URL = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
 def command_lines(markdown: str) -> list[str]:
@@ -108,25 +117,31 @@ def _hints(demo_output: str) -> list[str]:
     return [line.strip() for line in after.splitlines() if line.startswith("  ")]
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-def _run_served(line: str, port: int, cwd: Path, env: dict[str, str]) -> None:
-    if not _port_free(port):
-        pytest.skip(f"port {port} is taken on this machine: cannot run {line!r} as written")
-    proc = subprocess.Popen(["bash", "-c", line], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+def _run_served(line: str, cwd: Path, env: dict[str, str]) -> None:
+    """``line`` on a port of its own: ready when it printed its URL and that URL answers."""
+    proc = subprocess.Popen(["bash", "-c", f"{line} --port 0"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while _port_free(port):
-            assert proc.poll() is None, (line, proc.communicate())
-            assert time.monotonic() < deadline, f"{line!r} never served on port {port}"
-            time.sleep(0.2)
+        assert proc.stdout is not None
+        said = ""
+        while not (url := _URL.search(out := proc.stdout.readline())):
+            said += out
+            assert out, (line, said)  # it ended, or closed its output, without serving
+        with urllib.request.urlopen(url.group(0), timeout=30) as answer:  # any HTTP answer: it serves
+            assert answer.status < 500
+    except urllib.error.HTTPError as exc:
+        assert exc.code < 500, (line, exc)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_the_readmes_default_ports_are_the_commands_defaults() -> None:
+    from looptrace.viewer.web import DEFAULT_PORT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"--web              # the viewer in a browser, http://127.0.0.1:{DEFAULT_PORT}" in readme
+    assert DEFAULT_PORT == 8008 and "--port 8089" in readme
 
 
 def _run_tui(line: str, cwd: Path, env: dict[str, str]) -> None:
@@ -211,9 +226,8 @@ def test_every_readme_command_and_demo_hint_runs_as_written_after_the_quick_star
                 [(replay,)] = query(tmp_path / "demo.duckdb", "SELECT run_id FROM runs WHERE replay_of = ? "
                                     "ORDER BY started_at LIMIT 1", [cycle])
                 filled = filled.replace("RUN_B", replay[:12])
-            port = next((p for flag, p in _SERVES.items() if flag in f" {filled} "), None)
-            if port is not None:
-                _run_served(filled, port, tmp_path, {**env, **active})
+            if any(flag in f" {filled} " for flag in _SERVES):
+                _run_served(filled, tmp_path, {**env, **active})
             elif filled.split()[1] == "view":
                 _run_tui(filled, tmp_path, {**env, **active})
             else:

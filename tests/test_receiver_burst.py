@@ -43,7 +43,8 @@ def _request(i: int, port: int) -> bytes:
 @pytest.fixture
 def collect(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     db = tmp_path / "burst.duckdb"
-    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0"],
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
+                             "--grpc-port", "off"],
                             cwd=ROOT, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

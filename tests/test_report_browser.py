@@ -15,7 +15,8 @@ from looptrace.tracer.store import Store
 
 from .browser import dump_dom
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report_browser")]
 
 PLANTED = '<script>document.title="pwned"</script>'
 ONERROR = "<img src=x onerror=\"document.title='pwned2'\">"

@@ -42,6 +42,35 @@ def answered(n: int = 3, last: str = "Here is the summary.") -> list[StepView]:
     ("a forced final answer after the cap",
      run(answered(last="Max rounds (30) reached.\nFINAL ANSWER: 42"), "ok"), "cap_hit"),
     ("a cap status says why it stopped", run([act(1), act(2, obs=None)], "max_iters"), "cap_hit"),
+    # end tools end runs, answer included, whether or not a result was recorded
+    ("final_answer with no result recorded", run([act(1), act(2, tool="final_answer", obs=None)], "ok"), "ok"),
+    ("final_answer, no status recorded", run([act(1), act(2, tool="final_answer", obs=None)], "incomplete"), "ok"),
+    ("submit ends a run", run([act(1), act(2, tool="submit", obs=None)], "incomplete"), "ok"),
+    ("an end tool called mid-run is not the end",
+     run([act(1, tool="final_answer"), act(2, obs=None)], "incomplete"), "incomplete"),
+    ("an end tool that failed is not an end",
+     run([act(1), act(2, tool="final_answer", obs="TypeError", is_error=True)], "incomplete"), "incomplete"),
+    # weigh the evidence: success and a final answer outweigh one call without its result
+    ("an unanswered call, but success and a final answer", run([act(1), act(2, obs=None)], "ok", answer="42"), "ok"),
+    ("an unanswered call, success but no answer", run([act(1), act(2, obs=None)], "ok"), "incomplete"),
+    ("an unanswered call, a final answer but no recorded end",
+     run([act(1), act(2, obs=None)], "incomplete", answer="42"), "incomplete"),
+    # a crash in the last messages, whichever agent wrote it, unless an end is recorded after it
+    ("a crash two messages before the end",
+     run(answered(n=3, last="Let me summarise.")[:3] + [act(4, tool=None, obs=None, text="Error processing publish "
+                                                              "message for Coder/default"),
+                                                         act(5, tool=None, obs=None, text="I will wait.")], "ok"),
+     "error"),
+    ("a crash, then a final answer after it",
+     run([act(1, text="Traceback (most recent call last):\nKeyError: 'x'"),
+          act(2, tool=None, obs=None, text="FINAL ANSWER: 3")], "incomplete"), "ok"),
+    ("a crash after the final answer",
+     run([act(1, tool=None, obs=None, text="FINAL ANSWER: 3"),
+          act(2, tool=None, obs=None, text="Traceback (most recent call last):\nKeyError: 'x'")], "ok"), "error"),
+    ("a crash long before the end is history", run([act(1, text="ValueError: x")] + answered(5)[1:], "ok"), "ok"),
+    ("a tool's exception the agent went on from is not a crash",
+     run([act(1), act(2, text="AgentToolExecutionError: Unknown tool x", is_error=True), act(3),
+          act(4, tool=None, obs=None, text="The answer is 3.")], "ok"), "ok"),
 ])
 def test_end_label(name: str, r: RunView, label: str) -> None:
     found = diagnose(r)
@@ -57,7 +86,8 @@ def test_error_evidence_is_the_error_text_and_the_step() -> None:
 
 def test_incomplete_names_the_action_left_waiting() -> None:
     d = diagnose(run([act(1), act(2, tool="search", obs=None)], "ok"))[0]
-    assert d.evidence == {"status": "ok", "reason": "stops mid-action", "step": 2, "tool": "search"}
+    assert d.evidence == {"status": "ok", "reason": "stops mid-action", "step": 2, "tool": "search",
+                          "confidence": "medium", "decided_by": "unanswered last call"}
 
 
 def test_a_failure_keeps_its_crash_as_secondary() -> None:
@@ -78,3 +108,32 @@ def test_every_run_gets_a_diagnosis() -> None:
 ])
 def test_crash_text(text: str | None, found: str | None) -> None:
     assert crash_text(text) == found
+
+
+def test_an_end_tool_carries_its_answer_and_what_decided() -> None:
+    d = diagnose(run([act(1), StepView(step=2, tool="final_answer", args='{"answer": "Paris"}')], "incomplete"))[0]
+    assert (d.label, d.evidence["decided_by"], d.evidence["end_tool"], d.evidence["answer"]) == (
+        "ok", "end tool", "final_answer", "Paris")
+    positional = diagnose(run([StepView(step=1, tool="final_answer", args='["Paris"]')], "incomplete"))[0]
+    assert positional.evidence["answer"] == "Paris"
+
+
+def test_a_missing_result_lowers_confidence_rather_than_flipping_the_verdict() -> None:
+    sure = diagnose(run(answered(), "ok", answer="done"))[0]
+    unsure = diagnose(run([act(1), act(2, obs=None)], "ok", answer="done"))[0]
+    assert (sure.label, sure.evidence["confidence"]) == ("ok", "high")
+    assert (unsure.label, unsure.evidence["confidence"], unsure.evidence["decided_by"]) == (
+        "ok", "medium", "status and final answer")
+    assert "no result was recorded" in unsure.explanation
+
+
+def test_the_crash_line_and_its_step_are_the_evidence() -> None:
+    r = run([act(1), act(2, tool=None, obs=None, text="Error processing publish message for Coder/default\n"
+                                                       "Traceback (most recent call last):\n  File \"a.py\"\n"
+                                                       "openai.RateLimitError: 429"),
+             act(3, tool=None, obs=None, text="Planner: next step?")], "ok")
+    d = diagnose(r)[0]
+    assert (d.label, d.evidence["step"], d.evidence["decided_by"]) == ("error", 2, "crash text")
+    assert d.evidence["error"] == "openai.RateLimitError: 429"  # the cause, where the traceback ends
+    alone = diagnose(run([act(1, tool=None, obs=None, text="Error processing publish message for Coder/x")], "ok"))[0]
+    assert alone.evidence["error"] == "Error processing publish message for Coder/x"

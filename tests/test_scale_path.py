@@ -28,7 +28,8 @@ from looptrace.tracer.export import open_source
 
 from .conftest import PYTHON, ROOT, python_env, query
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's set-up once (tests/README.md: shared set-ups under xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scale_path")]
 
 HOSTS = (("healthy", "stagnation"), ("max-iters", "hallucinated-tools"))
 EXPECTED_STATUS = {s.name: s.expect for s in SCENARIOS}
@@ -70,7 +71,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     tmp = tmp_path_factory.mktemp("scale")
     store, parquet = tmp / "traces.duckdb", tmp / "traces-parquet"
     collect = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(store), "--port", "0",
-                                "--settle", "0"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
+                                "--grpc-port", "off", "--settle", "0"], cwd=ROOT, env=python_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
         assert collect.stdout is not None

@@ -52,7 +52,7 @@ EXPECTED_VIEWS = {
 EXPECTED_TABLES = {
     "schema_migrations", "spans", "run_records", "step_records", "tool_call_records", "llm_call_records",
     "diagnoses", "writer_stats", "absorbed_segments", "export_drops",
-    "redaction_records", "received_spans",
+    "redaction_records", "received_spans", "log_records", "received_logs",
     "live_traces", "live_run_records", "live_step_records", "live_tool_call_records", "live_llm_call_records",
 }
 
@@ -74,7 +74,8 @@ def test_migrating_an_empty_file_gives_the_documented_schema(db: Path) -> None:
     assert _columns(conn, "diagnoses")[:6] == ["run_id", "label", "is_primary", "first_step", "last_step", "evidence"]
     assert conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall() == [
         (1, "initial"), (2, "run_totals"), (3, "export_drops"), (4, "action_key"),
-        (5, "redaction_manifest"), (6, "received_spans"), (7, "outcome_keys"), (8, "live_previews"), (9, "messages_drop")]
+        (5, "redaction_manifest"), (6, "received_spans"), (7, "outcome_keys"), (8, "live_previews"), (9, "messages_drop"),
+        (10, "log_records")]
     assert _columns(conn, "run_records")[-3:] == ["input_tokens", "output_tokens", "cost_usd"]
     for table in ("run_records", "step_records", "tool_call_records", "llm_call_records"):  # a preview's rows
         assert _columns(conn, f"live_{table}") == [*_columns(conn, table), "live_trace_id", "live_revision"]

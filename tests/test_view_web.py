@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -57,20 +57,22 @@ class Served(NamedTuple):
     port: int
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served(demo: Path) -> Iterator[Served]:
-    port = _free_port()
-    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "view", str(demo), "--web", "--port", str(port),
+    # Port 0: the viewer binds a port the kernel chooses and names it in its first line.
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "view", str(demo), "--web", "--port", "0",
                              "--refresh", "0"], cwd=ROOT, env=python_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        assert proc.stdout is not None
+        said = ""
+        while " on http://127.0.0.1:" not in (line := proc.stdout.readline()):
+            said += line
+            assert line, said
+        # textual-serve logs to the same pipe while it serves: read it, or a full pipe stops the server.
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        url = line.split(" on ", 1)[1].split()[0] + "/"
+        port = int(url.rsplit(":", 1)[1].strip("/"))
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -83,7 +85,7 @@ def served(demo: Path) -> Iterator[Served]:
         yield Served(url, proc.pid, port)
     finally:
         proc.terminate()
-        proc.wait(30)
+        proc.communicate(timeout=30)
 
 
 def test_the_browser_draws_the_runs_table(served: Served, demo: Path) -> None:
@@ -135,7 +137,7 @@ def _listening(pid: int, port: int) -> list[str]:
 
 
 def test_web_binds_to_loopback_by_default_and_runs_the_same_viewer(served: Served, tmp_path: Path) -> None:
-    # `served` started `looptrace view --web --port P` without --host: the socket it listens on is the claim.
+    # `served` started `looptrace view --web --port 0` without --host: the socket it listens on is the claim.
     addresses = _listening(served.pid, served.port)
     assert addresses and all(ipaddress.ip_address(a).is_loopback for a in addresses), addresses
     # The warning for other hosts hangs on is_loopback.

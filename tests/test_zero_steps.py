@@ -38,6 +38,13 @@ NO_TURNS: dict[str, tuple[str, Any]] = {
                                          "args": {"content": "Fix the test."}, "message": "Fix the test."}]}),
     "claude-code": ("g.jsonl", [{"type": "user", "sessionId": "s1", "uuid": "u1", "timestamp": "2025-01-01T00:00:00Z",
                                  "message": {"role": "user", "content": "Fix the test."}}]),
+    "codex-cli": ("rollout-i.jsonl", [
+        {"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s2", "cwd": "/w"}},
+        {"timestamp": "2025-01-01T00:00:01Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]}}]),
+    "gemini-cli": ("session-j.jsonl", [
+        {"sessionId": "s3", "projectHash": "p", "startTime": "2025-01-01T00:00:00Z", "kind": "main"},
+        {"id": "m1", "timestamp": "2025-01-01T00:00:01Z", "type": "user", "content": [{"text": "Fix it."}]}]),
     "autogen-agentchat": ("h.json", {"messages": [{"source": "user", "type": "TextMessage", "content": "Add 2 and 2."}],
                                      "stop_reason": None}),
 }
@@ -53,8 +60,9 @@ def _write(folder: Path, name: str, doc: Any) -> Path:
 
 def test_every_message_format_is_covered() -> None:
     # otlp-json and the span exports carry spans, not messages; every other built-in format is here
-    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json"}
-    assert set(NO_TURNS) | EVERY_ENTRY_A_TURN == set(PARSERS) | {"claude-code"} == set(DESCRIPTIONS) - spans
+    spans = {"otlp-json", "span-tree", "phoenix-spans", "jaeger-json", "zipkin-json", "otel-sdk-json"}
+    sessions = {"claude-code", "codex-cli", "gemini-cli"}  # JSONL session formats, parsed whole
+    assert set(NO_TURNS) | EVERY_ENTRY_A_TURN == set(PARSERS) | sessions == set(DESCRIPTIONS) - spans
 
 
 @pytest.mark.parametrize("fmt", list(NO_TURNS))

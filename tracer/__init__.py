@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .guard import Finding, Guard, GuardTripped
     from .records.pricing import Price, cost_usd, set_price
     from .spans.exporter import DuckDBSpanExporter
     from .spans.manual import RUN_STATUSES, LlmCall, Run, Step, ToolCall, current_run, current_step
@@ -41,6 +42,9 @@ __all__ = [
     "Price",
     "set_price",
     "cost_usd",
+    "Guard",
+    "GuardTripped",
+    "Finding",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -50,4 +54,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "DuckDBSpanExporter": ".spans.exporter",
     **dict.fromkeys(("Store", "StoreError", "SCHEMA_VERSION", "DEFAULT_DB"), ".store"),
     **dict.fromkeys(("Price", "set_price", "cost_usd"), ".records.pricing"),
+    **dict.fromkeys(("Guard", "GuardTripped", "Finding"), ".guard"),
 })

@@ -28,6 +28,7 @@ from looptrace.tracer.store import Store
 
 from .filters import RunFilter
 from .format import pretty_json
+from .live import live_findings
 from .queries import (
     ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, ORIGIN_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
     STEP_CALLS_SQL, STEP_LLM_SQL, STEP_REDACTIONS_SQL, TIMELINE_SQL,
@@ -70,6 +71,7 @@ class RunRow:
     cost_usd: float | None
     seconds: float | None
     children: int
+    live: str | None = None  # a running run's streak now, e.g. "same call 4x since step 12" (live.py)
 
     @property
     def is_child(self) -> bool:
@@ -240,9 +242,11 @@ def list_runs(
     with _session(store) as conn:
         raw = _rows(conn, RUNS_SQL.format(order=order), params)
         total = conn.execute(RUN_COUNT_SQL).fetchone()
-    rows, more = _bounded(raw, limit)
+        rows, more = _bounded(raw, limit)
+        running = [r["run_id"] for r in rows if r["status"] == "running"]
+        live = live_findings(conn, running) if running else {}
     return RunPage(
-        [RunRow(**{**r, "n_steps": r["n_steps"] or 0}) for r in rows],
+        [RunRow(**{**r, "n_steps": r["n_steps"] or 0}, live=live.get(r["run_id"])) for r in rows],
         more, int(total[0]) if total else 0,
     )
 

@@ -29,25 +29,6 @@ class CannotServe(OSError):
     """The address cannot be served on (the port is taken, the host is not this machine's)."""
 
 
-def _check_address(host: str, port: int) -> None:
-    """Bind the address once before textual-serve does: it prints its banner and "Serving on ..."
-    first, then fails inside aiohttp with a traceback when the port is taken. aiohttp binds with
-    SO_REUSEADDR, so this probe does too (a port in TIME_WAIT is free for both)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise CannotServe(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            taken = "the port is taken (another --web viewer? pick another with --port)" \
-                if exc.errno in (98, 48) else exc.strerror or str(exc)
-            raise CannotServe(f"cannot serve on {host}:{port}: {taken}") from None
-
-
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -58,14 +39,34 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(path: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, refresh: float = 2.0) -> None:
-    """Serve the viewer on http://host:port until interrupted; ``CannotServe`` if the address is not free."""
+    """Serve the viewer on http://host:port until interrupted; port 0 takes a free port, and the first
+    line printed names the URL either way. ``CannotServe`` if the address cannot be bound."""
+    import asyncio
+    import signal
+
+    from aiohttp import web
     from textual_serve.server import Server
 
-    _check_address(host, port)
     if not is_loopback(host):
         print(f"warning: serving on {host}: anyone who can reach port {port} can read every trace in {path} "
               "and run SQL over it", file=sys.stderr)
+    # The socket is bound here and handed to aiohttp, so the port reported is the one served: with
+    # port 0 the kernel chooses (tests, several viewers at once), and nothing can take it in between.
     try:
-        Server(viewer_command(path, refresh), host=host, port=port, title=f"looptrace {path.name}").serve()
-    except OSError as exc:  # taken between the probe and the bind
-        raise CannotServe(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        taken = "the port is taken (another --web viewer? pick another with --port)" \
+            if exc.errno in (98, 48) else exc.strerror or str(exc)
+        raise CannotServe(f"cannot serve on {host}:{port}: {taken}") from None
+    port = sock.getsockname()[1]
+    url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+    print(f"looptrace view: serving {path} on {url} (Ctrl-C to stop)", flush=True)
+    server = Server(viewer_command(path, refresh), host=host, port=port, title=f"looptrace {path.name}",
+                    public_url=url)
+    # What Server.serve() does, with our socket instead of host and port.
+    server.initialize_logging()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.add_signal_handler(signal.SIGINT, server.request_exit)
+    loop.add_signal_handler(signal.SIGTERM, server.request_exit)
+    web.run_app(server._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *args: None)

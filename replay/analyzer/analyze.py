@@ -57,13 +57,15 @@ def _braces(sql: str) -> str:
 # end markers, and only those that may hold one (``MAY_MARK_SQL``, markers.py).
 STEPS_SQL = """
 SELECT run_id, step, call_index, tool, args, action_key, observation_key, near_key, observation_bytes, is_error,
-       error_type, context_tokens, CASE WHEN {may_mark} THEN end_text END AS end_text
+       error_type, context_tokens, CASE WHEN {may_mark} THEN end_text END AS end_text, tokens, cost_usd
 FROM (
     SELECT run_id, step, call_index, tool, CAST(args AS VARCHAR) AS args, action_key,
            coalesce(progress_key, {observation_key}) AS observation_key,
            coalesce(near_key, {near_key}) AS near_key,
            coalesce(observation_bytes, 0) AS observation_bytes, coalesce(is_error, false) AS is_error,
            error_type, context_tokens,
+           CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN NULL
+                ELSE coalesce(input_tokens, 0) + coalesce(output_tokens, 0) END AS tokens, cost_usd,
            CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
                left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
                left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
@@ -74,7 +76,7 @@ ORDER BY run_id, step, call_index
            near_key=_braces(NEAR_OBSERVATION_KEY_SQL), tail=TAIL_STEPS,
            may_mark=_braces(MAY_MARK_SQL.format(text="end_text")))
 _STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "near_key",
-                "observation_bytes", "is_error", "error_type", "context_tokens", "end_text")
+                "observation_bytes", "is_error", "error_type", "context_tokens", "end_text", "tokens", "cost_usd")
 # Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain
 # default (a default_factory) sends loading through StepView's own __init__.
 _OTHER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StepView)

@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Marker", "MARKERS", "ERROR_MARKERS", "STATUS_MARKERS", "MarkerHit", "find_markers", "TAIL_STEPS",
-           "MAY_MARK_SQL", "ascii_superset"]
+__all__ = ["Marker", "MARKERS", "ERROR_MARKERS", "STATUS_MARKERS", "END_TOOLS", "is_end_tool", "EXCEPTION_LINE",
+           "MarkerHit", "find_markers", "TAIL_STEPS", "MAY_MARK_SQL", "ascii_superset"]
 
 TAIL_STEPS = 3
 """How many final steps are searched for markers (the harness's closing step, the model's last turn)."""
@@ -66,6 +66,9 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"\bMax rounds reached\.", "cap_hit", "Magentic-One orchestrator (AutoGen AgentChat 0.4+ stop reason)"),
     Marker(r"(?i)maximum time exceeded|time limit exceeded", "cap_hit", "AutoGen / harness time limit"),
     Marker(r"Maximum number of (messages|turns) \d+ reached", "cap_hit", "AutoGen AgentChat termination"),
+    Marker(r"Token usage limit reached, total token count: \d+", "cap_hit",
+           "AutoGen AgentChat token usage termination"),
+    Marker(r"\bTimeout of [\d.]+ seconds reached", "cap_hit", "AutoGen AgentChat timeout termination"),
     Marker(r"Max turns \(\d+\) exceeded|\bMaxTurnsExceeded\b", "cap_hit", "OpenAI Agents SDK"),
     Marker(r"Reached max steps|\bAgentMaxStepsError\b", "cap_hit", "smolagents"),
     Marker(r"Recursion limit of \d+ reached|\bGraphRecursionError\b", "cap_hit", "LangGraph"),
@@ -97,14 +100,37 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"(?m)^Final Answer:", "ok", "ReAct (LangChain, smolagents) final answer"),
 )
 
-# What a crash leaves in a run's error or its very last step: a Python traceback, or an exception's
-# ``Type: message`` line. Searched only there (ending.py), never in earlier steps, and only when no
-# normal end marker is present: an agent that reads a traceback mid-run and then submits ended fine.
+# What a crash leaves in a run's error or its last messages: a Python traceback, an exception's
+# ``Type: message`` line, an agent runtime's report of a handler that raised. Searched only there
+# (ending.py: the error and the last ``TAIL_STEPS`` steps, whichever agent wrote them), never in
+# earlier steps, and only when no normal end is recorded after it: an agent that reads a traceback
+# mid-run and then submits ended fine.
+EXCEPTION_LINE = Marker(r"(?m)^\s*(?:[\w]+\.)*[A-Z]\w*(?:Error|Exception): \S", "error", "Python exception line")
+"""The ``Type: message`` line a traceback ends on: the crash's cause, the evidence ending.py quotes."""
 ERROR_MARKERS: tuple[Marker, ...] = (
     Marker(r"Traceback \(most recent call last\)", "error", "Python traceback"),
-    Marker(r"(?m)^\s*(?:[\w]+\.)*[A-Z]\w*(?:Error|Exception): \S", "error", "Python exception line"),
+    EXCEPTION_LINE,
     Marker(r"(?i)\bunhandled (?:exception|error)\b|\bfatal error\b", "error", "runtime crash report"),
+    Marker(r"\bError processing publish message\b", "error", "AutoGen core agent runtime (a message handler raised)"),
 )
+
+# The tools agent frameworks give the model to end its run: calling one is a normal end, the answer
+# in its arguments, whether or not the tool's result was recorded (the run stops as it is called).
+# Matched on the tool's name, case-insensitively; a call that failed is not an end.
+END_TOOLS: dict[str, str] = {
+    "final_answer": "smolagents FinalAnswerTool; ReAct agents",
+    "submit": "SWE-agent, Inspect AI basic_agent, tau-style harnesses",
+    "finish": "OpenHands AgentFinishAction, OpenAI Agents / ReAct 'finish'",
+    "attempt_completion": "Cline / Roo Code",
+    "task_complete": "CodeAct-style agents",
+    "complete_task": "CodeAct-style agents",
+    "final_result": "pydantic-ai output tool",
+    "done": "looptrace's own loop; browser-use",
+}
+
+
+def is_end_tool(tool: str | None) -> bool:
+    return tool is not None and tool.lower() in END_TOOLS
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .context import context_bomb
-from .ending import END_LABELS, run_end
+from .ending import END_LABELS, normal_end, run_end
+from .guarded import guarded_thresholds
 from .stagnation import stagnation
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .views import Diagnosis, RunView, StepView
 
 __all__ = ["StepView", "RunView", "Diagnosis", "diagnose", "RULES", "LABELS", "HALLUCINATION_ERRORS",
-           "stagnation", "context_bomb", "cap_hit", "hallucinated_tool"]
+           "stagnation", "context_bomb", "cap_hit", "hallucinated_tool", "chat_limit", "LIMIT_ATTRIBUTES"]
 
 LABELS = ("stagnation", "context_bomb", "cap_hit", "hallucinated_tool", *END_LABELS)
 HALLUCINATION_ERRORS = frozenset({"tool_not_found", "invalid_arguments", "unparseable"})
@@ -28,12 +29,47 @@ _ABNORMAL = frozenset({"error", "interrupted", "incomplete", "tool_error"})
 # -- caps and hallucinations ----------------------------------------------------------------------
 
 
+# Where a chat log records the round or message limit it ran with (read when a file keeps it).
+LIMIT_ATTRIBUTES = ("max_round", "max_rounds", "max_turns", "max_messages")
+
+
+def chat_limit(run: RunView, t: Thresholds) -> tuple[str, int, int] | None:
+    """(where the limit comes from, the limit, the count that reached it) for a run that recorded no
+    end (no success status, no end marker, no end tool) and stopped at a round or message limit: one
+    the run records (``LIMIT_ATTRIBUTES``), or ``t.chat_round_limit`` matched exactly by its message
+    count (``messages`` attribute) or its number of turns."""
+    if not run.steps or run.status == "ok" or normal_end(run) is not None:
+        return None
+    attrs = run.attribute_values
+    turns = len({s.step for s in run.steps})
+    messages = attrs.get("messages")
+    counts = [c for c in (messages if isinstance(messages, int) else None, turns) if c is not None]
+    for key in LIMIT_ATTRIBUTES:
+        limit = attrs.get(key)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and max(counts) >= limit:
+            return f"the run's {key}", limit, max(counts)
+    if t.chat_round_limit > 0 and t.chat_round_limit in counts:
+        return "the configured chat_round_limit", t.chat_round_limit, t.chat_round_limit
+    return None
+
+
 def cap_hit(run: RunView, t: Thresholds) -> Diagnosis | None:
-    """A recorded cap: the run's status (``max_iters``, ``budget_exceeded``) or a framework's end marker.
-    Never the step count alone: a long run that stopped by itself did not hit a cap."""
+    """A recorded cap: the run's status (``max_iters``, ``budget_exceeded``) or a framework's end marker;
+    or a chat that recorded no end and stopped at its round limit (``chat_limit``). Never the step
+    count alone: a long run that stopped by itself did not hit a cap."""
     marker = run.marked("cap_hit")
     if marker is None:
-        return None
+        limit = chat_limit(run, t)
+        if limit is None:
+            return None
+        where, n, count = limit
+        steps = [s.step for s in run.steps]
+        return Diagnosis(
+            "cap_hit", min(steps), max(steps),
+            f"The chat stopped at its limit of {n} messages ({where}; {count} recorded) without a termination "
+            "word, a final answer or a success status.",
+            {"cap": n, "where": where, "count": count, "format": "chat round limit"},
+        )
     actions = [s for s in run.steps if s.tool is not None]
     seen: set[str | None] = set()
     repeated = errors = productive = 0
@@ -92,20 +128,38 @@ RULES = (stagnation, context_bomb, cap_hit, hallucinated_tool)
 # A context that grew large without overflowing is a risk, not what stopped the run: on a run that
 # ended normally ``ok`` stays primary with the risk as a secondary diagnosis. A cap marker in the
 # final message outranks a forced final answer in the same message (cap_hit before ok).
-_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "error", "ok", "incomplete",
-             "context_bomb")
+# A short streak of failing calls the run ended in (stagnation:failing, below the stagnation
+# thresholds) explains a run that ended without a recorded reason, not one a framework says it
+# stopped for a cap, for bad tool calls or on a crash. A loop the agent got out of is not why the run
+# ended: it ranks after every end (stagnation:recovered).
+_PRIORITY = ("context_bomb:fatal", "stagnation", "hallucinated_tool", "cap_hit", "error", "stagnation:failing",
+             "ok", "incomplete", "stagnation:recovered", "context_bomb")
 # Secondary diagnoses worth listing under a failure: a crash is; "ok" and "incomplete" add nothing.
 _QUIET = frozenset({"ok", "incomplete"})
 
 
-def _rank(d: Diagnosis) -> int:
-    key = "context_bomb:fatal" if d.label == "context_bomb" and d.evidence.get("kind") == "overflow" else d.label
-    return _PRIORITY.index(key)
+def _key(d: Diagnosis) -> str:
+    if d.label == "context_bomb" and d.evidence.get("kind") == "overflow":
+        return "context_bomb:fatal"
+    if d.label == "stagnation" and d.evidence.get("kind") == "failing":
+        return "stagnation:failing"
+    return d.label
+
+
+def _recovered(d: Diagnosis, ended_normally: bool) -> bool:
+    """The agent got out of the loop: it acted differently afterwards (``ends_run`` false), and either
+    the run then ended normally, or the loop was only a short streak of failing calls (below the
+    stagnation thresholds: ``fail_repeat_min``). A long loop in a run a cap stopped is why it was stopped."""
+    if d.label != "stagnation" or d.evidence.get("ends_run", True):
+        return False
+    return d.evidence.get("kind") == "failing" or ended_normally
 
 
 def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis]:
     """All diagnoses of ``run``, the primary first. Every run gets one: a failure rule's, or how it
-    ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``)."""
+    ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``). A loop the
+    agent recovered from is listed after how the run ended, as a secondary finding."""
+    t = guarded_thresholds(run, t)  # a guarded run: the guard's thresholds too (guarded.py)
     found = [d for rule in RULES if (d := rule(run, t)) is not None]
     end = run_end(run)
     if end is not None:
@@ -114,5 +168,7 @@ def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis
         found.append(end)
     if not found:
         return []
-    found.sort(key=_rank)
+    ended_normally = end is not None and end.label == "ok" and not any(
+        _key(d) in ("cap_hit", "context_bomb:fatal", "hallucinated_tool") for d in found)
+    found.sort(key=lambda d: _PRIORITY.index("stagnation:recovered" if _recovered(d, ended_normally) else _key(d)))
     return [replace(found[0], is_primary=True), *(d for d in found[1:] if d.label not in _QUIET)]

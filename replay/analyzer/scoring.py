@@ -25,6 +25,7 @@ CLASSES = ("ok", "cap_hit", "stagnation", "context_bomb", "hallucinated_tool", "
 # choosing among them on three sources cannot fit the fourth by the accident of a fine grid.
 GRID: dict[str, Sequence[object]] = {
     "repeat_min": (3, 4, 5, 6),
+    "fail_repeat_min": (3, 4, 5),
     "hallucination_share": (0.2, 0.3, 0.5),
     "context_near": (0.8, 0.9),
     "observation_share": (0.25, 0.5),

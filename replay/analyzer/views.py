@@ -32,6 +32,8 @@ class StepView:
     action_key: str | None = None  # the store's key for this call (records/actions.py)
     end_text: str | None = None  # thought, observation and events of the run's last steps, if they may hold markers
     near_key: str | None = None  # equal keys: the same words, only numbers differ (records/actions.py)
+    tokens: int | None = None  # the step's input + output tokens, on its first call only (None: unknown)
+    cost_usd: float | None = None  # the step's cost, on its first call only (None: unknown)
 
     @cached_property
     def action(self) -> str | None:
@@ -58,17 +60,27 @@ class RunView:
     answer: str | None = None
     attributes: str | None = None  # JSON text of the run's recorded attributes
 
-    @cached_property
-    def markers(self) -> list[MarkerHit]:
-        """End markers (markers.py) in the run's status, error, answer, attributes and last steps."""
+    def end_texts(self) -> list[tuple[str, str | None]]:
+        """(where, text) of every place an end marker is looked for: the run's error, answer (its
+        beginning and end), attributes and its last ``TAIL_STEPS`` steps."""
         texts: list[tuple[str, str | None]] = [("error", self.error), ("answer", _ends(self.answer)),
                                                ("attributes", _attribute_text(self.attributes))]
         last = max((s.step for s in self.steps), default=0)
         texts += [(f"step {s.step}", s.end_text) for s in self.steps if s.step > last - TAIL_STEPS]
-        return find_markers(texts, self.status)
+        return texts
+
+    @cached_property
+    def markers(self) -> list[MarkerHit]:
+        """End markers (markers.py) in the run's status, error, answer, attributes and last steps."""
+        return find_markers(self.end_texts(), self.status)
 
     def marked(self, label: str) -> MarkerHit | None:
         return next((m for m in self.markers if m.label == label), None)
+
+    @cached_property
+    def attribute_values(self) -> dict[str, Any]:
+        """The run's recorded attributes, parsed (empty when none or not a JSON object)."""
+        return _attributes(self.attributes)
 
     @cached_property
     def window(self) -> int | None:

@@ -18,7 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..cli.main import add_command
-from ..cli.numbers import port_or_off, positive, seconds
+from ..cli.numbers import port_or_off, positive, seconds, whole
 from ..cli.plural import count
 from ..store import DEFAULT_DB
 from ..store.backend import add_catalog_option, catalog_name, store_target
@@ -99,7 +99,7 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
     for grpc_port in tries:
         receiver = OtlpReceiver(args.db, host=args.host, port=args.port, grpc_port=grpc_port, settle=args.settle,
                                 idle_timeout=args.idle_timeout or None,
-                                max_body=int(args.max_body_mb * (1 << 20)), **journal)
+                                max_body=int(args.max_body_mb * (1 << 20)), alerts=_alerts(args), **journal)
         try:
             return receiver.start()
         except PortTaken as exc:
@@ -110,6 +110,21 @@ def _start(args: argparse.Namespace) -> OtlpReceiver | None:
             print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
             return None
     return None
+
+
+def _alerts(args: argparse.Namespace) -> Any:
+    """``--alert`` / ``--alert-url``: the rules on runs still going (otlp/alerts.py), or None."""
+    if not (args.alert or args.alert_url):
+        return None
+    from dataclasses import replace
+
+    from ..rules import DEFAULT_THRESHOLDS
+    from .otlp.alerts import Alerts
+
+    t = DEFAULT_THRESHOLDS
+    if args.alert_repeats is not None:
+        t = replace(t, repeat_min=args.alert_repeats, fail_repeat_min=args.alert_repeats)
+    return Alerts(args.alert, args.alert_url, thresholds=t, max_usd=args.alert_max_usd, timeout=args.alert_timeout)
 
 
 def _journal(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,7 +138,8 @@ def _journal(args: argparse.Namespace) -> dict[str, Any]:
     from .otlp.journal import open_traces
 
     journal = args.journal or journal_path(name, args.port if args.port is not None else args.grpc_port)
-    writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)))
+    writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)),
+                                    still_open=lambda: open_traces(os.fspath(journal)))
     return {"journal_db": journal, "writer": writer}
 
 
@@ -131,6 +147,9 @@ def _announce(args: argparse.Namespace, receiver: OtlpReceiver) -> None:
     if receiver.stats.recovered_spans:
         print(f"looptrace collect: {count(receiver.stats.recovered_spans, 'span')} of open traces taken back "
               "from the journal (a collect before this one stopped without writing them)", flush=True)
+    if receiver.stats.recovered_logs:
+        print(f"looptrace collect: {count(receiver.stats.recovered_logs, 'log record')} of open traces taken "
+              "back from the journal", flush=True)
     where = [receiver.url] if args.port is not None else []
     if receiver.serves_grpc:
         where.append(f"{receiver.grpc_url} (gRPC)")
@@ -174,10 +193,19 @@ def _collect(args: argparse.Namespace) -> int:
             if diagnosing.is_alive():
                 diagnosing.join()
             receiver.stop()
+            if receiver.alerts is not None:
+                receiver.alerts.close(timeout=receiver.alerts.timeout + 5)
     s = receiver.stats
+    if receiver.alerts is not None:
+        a = receiver.alerts.stats
+        print(f"looptrace collect: {count(a.findings, 'alert')} on runs still going: {a.fired} fired, {a.failed} failed, "
+              f"{a.timed_out} timed out, {a.dropped} dropped", flush=True)
     print(f"looptrace collect: {count(s.spans_written, 'span')} written in {count(s.traces_written, 'trace')} "
           f"({s.incomplete_traces} incomplete, {s.late_spans} late, {count(s.duplicate_spans, 'duplicate')} dropped); "
           f"{count(s.requests, 'export request')}, {s.rejected} refused", flush=True)
+    if s.logs_received or s.logs_written:
+        print(f"looptrace collect: {count(s.logs_written, 'log record')} written ({s.late_logs} late, "
+              f"{count(s.duplicate_logs, 'duplicate')} dropped; see the log_records table)", flush=True)
     if s.refused_traces or s.lost_spans:
         print(f"warning: the store refused the runs of {count(s.refused_traces, 'trace')} (kept as spans) and "
               f"{count(s.lost_spans, 'span')}; last error: {s.last_error}", file=sys.stderr)
@@ -223,4 +251,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--diagnose-every", type=seconds(0.1, off=True), default=5.0, metavar="SECONDS",
                    help="diagnose newly written runs this often while collecting, and once at the end "
                    "(default 5; 0 turns it off)")
+    p.add_argument("--alert", default=None, metavar="COMMAND",
+                   help="run COMMAND (with /bin/sh) once per running run and finding of the stagnation rules "
+                   "(docs/guards.md): the finding as JSON on stdin and in LOOPTRACE_RUN_ID, LOOPTRACE_AGENT, "
+                   "LOOPTRACE_RULE, LOOPTRACE_STEPS, LOOPTRACE_TOOL, LOOPTRACE_SPEND_USD, LOOPTRACE_MESSAGE")
+    p.add_argument("--alert-url", default=None, metavar="URL", help="POST each finding to URL as JSON")
+    p.add_argument("--alert-repeats", type=whole(2), default=None, metavar="N",
+                   help="alert on N identical calls (or N same failures) in a row (default: the analyzer's thresholds)")
+    p.add_argument("--alert-max-usd", type=positive, default=None, metavar="USD", help="alert when a run's spend reaches USD")
+    p.add_argument("--alert-timeout", type=seconds(0.1), default=10.0, metavar="SECONDS",
+                   help="kill an alert command (or give up a POST) after this long (default 10)")
     p.set_defaults(func=_collect)

@@ -30,6 +30,8 @@ KINDS: dict[str, str] = {
     "export_drop": "export_drops",
     "redaction": "redaction_records",  # written by the sink itself: the redaction manifest
     "received_span": "received_spans",  # the OTLP receiver's journal of spans as they arrived
+    "log_record": "log_records",  # OTLP log records (GenAI events), kept once their trace is written
+    "received_log": "received_logs",  # the OTLP receiver's journal of log records as they arrived
     # The OTLP receiver's previews of traces still open (ingest/otlp/live.py): which revision is current,
     # and the records derived so far, each row tagged with its trace and revision.
     "live_trace": "live_traces",

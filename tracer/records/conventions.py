@@ -52,6 +52,7 @@ RUN_FORKED_FROM = "looptrace.run.forked_from"
 RUN_FORK_STEP = "looptrace.run.fork_step"
 RUN_PID = "looptrace.run.pid"
 RUN_CONFIG = "looptrace.run.config"
+RUN_GUARD = "looptrace.run.guard"  # the Guard a run was held to: its limits and rule thresholds (JSON)
 STEP_INDEX = "looptrace.step.index"
 STEP_THOUGHT = "looptrace.step.thought"
 STEP_CONTEXT_TOKENS = "looptrace.step.context_tokens"

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-__all__ = ["Price", "PRICES", "PRICES_ENV", "set_price", "load_prices", "price_of", "cost_usd", "Usage", "usage_of"]
+__all__ = ["Price", "PRICES", "PRICES_ENV", "set_price", "load_prices", "price_of", "cost_usd", "Usage", "usage_of",
+           "stop_reason_of"]
 
 log = logging.getLogger("looptrace.pricing")
 PRICES_ENV = "LOOPTRACE_PRICES"
@@ -153,6 +154,29 @@ class Usage:
 
 
 def usage_of(response: Mapping[str, Any]) -> Usage:
+    """A response's usage in Anthropic's terms, from a Messages, Chat Completions or Responses body.
+
+    OpenAI counts cached tokens inside its input count (``prompt_tokens``, Responses' ``input_tokens``
+    with ``input_tokens_details``); they are moved to ``cache_read_tokens``, as Anthropic reports them."""
     u = response.get("usage") or {}
+    openai = "prompt_tokens" in u or "input_tokens_details" in u
+    if openai:
+        details = u.get("prompt_tokens_details") or u.get("input_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0)
+        total = int(u.get("prompt_tokens") if "prompt_tokens" in u else u.get("input_tokens") or 0)
+        output = int(u.get("completion_tokens") if "completion_tokens" in u else u.get("output_tokens") or 0)
+        return Usage(max(0, total - cached), output, cached, 0)
     return Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0),
                  int(u.get("cache_read_input_tokens") or 0), int(u.get("cache_creation_input_tokens") or 0))
+
+
+def stop_reason_of(response: Mapping[str, Any]) -> str | None:
+    """Why the model stopped: Messages ``stop_reason``, Chat Completions ``finish_reason``, Responses ``status``."""
+    if response.get("stop_reason"):
+        return str(response["stop_reason"])
+    choices = response.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) and choices[0].get("finish_reason"):
+        return str(choices[0]["finish_reason"])
+    if response.get("object") == "response" and response.get("status"):
+        return str(response["status"])
+    return None

@@ -205,6 +205,7 @@ def rebuild_requests(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, A
                 if sha not in contents:
                     raise KeyError(f"call {call_id}: its {key} (sha {sha}) is not recorded")
                 request[key] = contents[sha]
-        request["messages"] = messages
+        if messages or "input" not in request:  # a Responses request carries its conversation as ``input``
+            request["messages"] = messages
         out[call_id] = request
     return out

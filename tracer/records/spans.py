@@ -122,9 +122,11 @@ def run_start_row(attrs: Mapping[str, Any], *, trace_id: str, span_id: str, star
 
 
 def _run_attributes(attrs: Mapping[str, Any]) -> str | None:
-    """What a run records beyond the columns: its loop configuration (for replay)."""
-    config = attrs.get(c.RUN_CONFIG)
-    return to_json({"config": json.loads(config)}) if isinstance(config, str) else None
+    """What a run records beyond the columns: its loop configuration (for replay), and the guard it was
+    held to (the analyzer applies the guard's thresholds to it, so the two agree on the run)."""
+    out = {key: json.loads(value) for key, attr in (("config", c.RUN_CONFIG), ("guard", c.RUN_GUARD))
+           if isinstance(value := attrs.get(attr), str)}
+    return to_json(out) if out else None
 
 
 def _run_end_row(s: PlainSpan) -> dict[str, Any]:

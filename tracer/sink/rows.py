@@ -31,6 +31,7 @@ SAFE_COLUMNS = frozenset({
     "run_id", "parent_run_id", "trace_id", "span_id", "parent_span_id", "call_id", "base_call_id",
     "tool_call_id", "request_sha", "system_sha", "tools_sha", "kind", "status_code", "status", "stop_reason",
     "error_type", "replay_of", "forked_from", "strategy", "provider", "label", "segment", "host", "live_trace_id",
+    "log_id",
 })
 REDACTIONS = "looptrace.redactions"
 
@@ -81,14 +82,23 @@ def redact_tables(tables: Mapping[str, TableData], redactor: Redactor) -> dict[s
 _REDACTABLE = (str, bytes, bytearray, dict, list, tuple)
 
 
+_SCALARS = frozenset({type(None), bool, int, float, datetime})
+
+
 def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
+    # Column by column, by the handful of types a column holds, so that the loop over each value runs
+    # in C: an isinstance test per value was a third of the sink's CPU for a batch of 8,192 spans.
     texts: list[str] = []
     for values in column_lists:
-        for v in values:
-            if isinstance(v, str):
-                texts.append(v)
-            elif isinstance(v, _REDACTABLE):
-                return True  # bytes or a structure: looked at value by value
+        kinds = set(map(type, values))
+        if not kinds <= _SCALARS | {str}:
+            return True  # bytes, a structure or a str subclass: looked at value by value
+        if str not in kinds:
+            continue
+        if kinds <= {str, type(None)}:
+            texts.extend(filter(None, values))  # an empty text holds no secret either
+        else:
+            texts.extend(v for v in values if type(v) is str)
     return redactor.may_redact([], texts)
 
 

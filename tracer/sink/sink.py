@@ -61,7 +61,7 @@ class Sink:
 # The OTLP receiver's journal holds spans as they arrived, until their trace is mapped, and its previews
 # hold what is derived of a trace still open: they are redacted like every record, but their redactions
 # are listed once, with the records of the trace.
-_UNLISTED = frozenset({"received_spans", *LIVE_TABLES.values()})
+_UNLISTED = frozenset({"received_spans", "received_logs", *LIVE_TABLES.values()})
 
 
 def _unlisted(tables: dict[str, TableData]) -> dict[str, TableData]:

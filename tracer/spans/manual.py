@@ -14,16 +14,20 @@ import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..records import conventions as c
-from ..records.pricing import usage_of
+from ..records.pricing import stop_reason_of, usage_of
 from ..records.requests import RequestLog
 from ..records.text import clean_text, to_json
+
+if TYPE_CHECKING:
+    from ..guard import Guard
+    from .guarding import GuardedRun
 
 __all__ = ["Run", "Step", "ToolCall", "LlmCall", "current_run", "current_step", "RUN_STATUSES"]
 
@@ -87,6 +91,7 @@ class Run(_SpanScope):
         config: Mapping[str, Any] | None = None,
         capture_content: bool = True,
         redact: Callable[[Any], Any] | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.tracer = tracer
         self.agent = agent
@@ -122,6 +127,18 @@ class Run(_SpanScope):
         self.span = tracer.start_span(f"{c.OP_INVOKE_AGENT} {agent}", context=context, kind=SpanKind.INTERNAL,
                                       attributes=attrs)
         self._pid = os.getpid()
+        self.guard: GuardedRun | None = None
+        if guard is not None:
+            self.guarded_by(guard)
+
+    def guarded_by(self, guard: Guard) -> GuardedRun:
+        """Enforce ``guard`` on this run from its next model call on (spans/guarding.py)."""
+        from .guarding import GuardedRun
+
+        if self.guard is None:
+            self.guard = GuardedRun(guard, self)
+            self.span.set_attribute(c.RUN_GUARD, self.guard.describe())
+        return self.guard
 
     def __enter__(self) -> Run:
         self._enter(_current_run)
@@ -195,7 +212,7 @@ class Step(_SpanScope):
         self._exit(_current_step)
 
     def end(self) -> None:
-        if self._foreign():
+        if self._foreign() or not self.span.is_recording():  # a guard that stopped the run ended it
             return
         self.span.set_attributes(
             {
@@ -243,6 +260,8 @@ class ToolCall:
     ) -> None:
         self.step = step
         self.tool = tool
+        self.args = args
+        self.index = call_index
         self.done = False
         capture = step.run.capture_content
         attrs: dict[str, Any] = {
@@ -287,6 +306,9 @@ class ToolCall:
                 self.span.set_attribute(c.ERROR_TYPE, error_type)
             self.span.set_status(Status(StatusCode.ERROR, error_type or "tool error"))
         self.span.end()
+        if self.step.run.guard is not None:
+            self.step.run.guard.tool_result(self.step.index, self.index, self.tool, self.args, text,
+                                            bool(is_error or error_type))
 
     def error(self, error_type: str, message: str) -> None:
         """The call failed: ``error_type`` is e.g. ``tool_not_found``, ``invalid_arguments`` or an exception name."""
@@ -299,6 +321,9 @@ class LlmCall:
 
     def __init__(self, run: Run | None, request: Mapping[str, Any], *, step: Step | None = None,
                  provider: str = "anthropic", tracer: trace.Tracer | None = None) -> None:
+        if run is not None and run.guard is not None:  # before the span: a refused request made no call
+            request = run.guard.before_call(step, request, provider)
+        self.request = request  # what to send: a guard's reflection turn included
         self.run, self.step = run, step
         self.model = str(request.get("model") or "")
         self.done = False
@@ -380,14 +405,16 @@ class LlmCall:
             attrs[c.GEN_AI_RESPONSE_ID] = str(msg["id"])
         if msg.get("model"):
             attrs[c.GEN_AI_RESPONSE_MODEL] = str(msg["model"])
-        if msg.get("stop_reason"):
-            attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = [str(msg["stop_reason"])]
+        if reason := stop_reason_of(msg):
+            attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
         if self.run is None or self.run.capture_content:
             attrs[c.LLM_RESPONSE] = to_json(msg)
         self.span.set_attributes(attrs)
         if self.step is not None:
             self.step.add_usage(total_in, output, cost, total_in)
         self.span.end()
+        if self.run is not None and self.run.guard is not None:
+            self.run.guard.response(self.step, self.model, total_in, output, cost)
 
     def fail(self, error: BaseException | str) -> None:
         if self.done:

@@ -15,7 +15,7 @@ import duckdb
 from ..records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL, call_key
 from .errors import StoreError
 from .tables import (
-    EXPORT_DROPS, LIVE_TABLES, LIVE_TRACES, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES,
+    EXPORT_DROPS, LIVE_TABLES, LIVE_TRACES, LOG_RECORDS, RECEIVED_LOGS, RECEIVED_SPANS, REDACTION_RECORDS, SCHEMA_MIGRATIONS, TABLES,
     live_table_ddl,
 )
 from .views import VIEW_NAMES, VIEWS
@@ -98,6 +98,12 @@ def _m009_messages_drop(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(f"ALTER TABLE {live}_9 RENAME TO {live}")
 
 
+def _m010_log_records(conn: duckdb.DuckDBPyConnection) -> None:
+    # OTLP log records (GenAI events) and the receiver's journal of them (tables.py).
+    conn.execute(LOG_RECORDS)
+    conn.execute(RECEIVED_LOGS)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "run_totals", _m002_run_totals),
@@ -108,6 +114,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[duckdb.DuckDBPyConnection], None]], 
     (7, "outcome_keys", _m007_outcome_keys),
     (8, "live_previews", _m008_live_previews),
     (9, "messages_drop", _m009_messages_drop),
+    (10, "log_records", _m010_log_records),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

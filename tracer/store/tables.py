@@ -203,6 +203,51 @@ CREATE TABLE received_spans (
     received_at    TIMESTAMP NOT NULL
 )"""
 
+# Schema version 10: OTLP log records (``looptrace collect``'s ``/v1/logs`` and LogsService, and
+# ``looptrace import`` of OTLP JSON log files). Every record received is kept here once its trace is
+# written, whatever it is: a GenAI event tied to a span (its content also fills that span's model or
+# tool call: ``status`` 'joined'), a record of no known event or of no trace seen ('kept': here only),
+# or one that came after its trace was written ('late': here, under the trace's run, not in its steps).
+# ``log_id`` is a hash of the record's content, so a record sent twice is stored once.
+LOG_RECORDS = """
+CREATE TABLE log_records (
+    log_id          VARCHAR NOT NULL,
+    trace_id        VARCHAR,
+    span_id         VARCHAR,
+    run_id          VARCHAR,
+    time            TIMESTAMP,
+    observed_time   TIMESTAMP,
+    event_name      VARCHAR,
+    severity_text   VARCHAR,
+    severity_number INTEGER,
+    body            JSON,
+    attributes      JSON,
+    resource        JSON,
+    scope           VARCHAR,
+    status          VARCHAR NOT NULL
+)"""
+
+# Schema version 10: the receiver's journal of log records, as ``received_spans`` is of spans: a record
+# is open while its ``log_id`` is not in ``log_records``; times are the record's own nanoseconds and
+# ``seq`` its order of arrival within its request (records of one span often share a timestamp).
+RECEIVED_LOGS = """
+CREATE TABLE received_logs (
+    log_id          VARCHAR NOT NULL,
+    trace_id        VARCHAR,
+    span_id         VARCHAR,
+    time_ns         UBIGINT,
+    observed_ns     UBIGINT,
+    event_name      VARCHAR,
+    severity_text   VARCHAR,
+    severity_number INTEGER,
+    body            JSON,
+    attributes      JSON,
+    resource        JSON,
+    scope           VARCHAR,
+    seq             BIGINT,
+    received_at     TIMESTAMP NOT NULL
+)"""
+
 # Schema version 8: previews of traces still open. ``looptrace collect`` derives the runs, steps and
 # calls of an open trace so far, about once a second, and writes them as a *revision* of that trace:
 # each live table has its record table's columns plus ``live_trace_id`` and ``live_revision`` (the
@@ -254,6 +299,8 @@ RECORD_TABLES: tuple[str, ...] = (
     "export_drops",
     "redaction_records",
     "received_spans",
+    "log_records",
+    "received_logs",
     "live_traces",
     *LIVE_TABLES.values(),
 )

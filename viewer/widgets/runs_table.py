@@ -76,7 +76,7 @@ def run_cells(r: RunRow) -> list[Text]:
         safe(r.task, newlines=False, width=28),
         safe(r.model, newlines=False, width=16),
         status_badge(r.status),
-        label_badge(r.label, r.other_labels),
+        safe(r.live, newlines=False, width=30, style="bold yellow") if r.live else label_badge(r.label, r.other_labels),
         _num(fmt_int(r.n_steps)),
         _num(fmt_compact(r.tokens)),
         _num(fmt_cost(r.cost_usd)),

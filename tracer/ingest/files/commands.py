@@ -93,6 +93,8 @@ def _import(args: argparse.Namespace) -> int:
     print(f"runs imported: {report.runs_imported}")
     print(f"runs already present: {report.runs_present}")
     print(f"steps imported: {report.steps_imported}")
+    if report.log_records_imported:
+        print(f"log records imported: {report.log_records_imported} (see the log_records table)")
     print(f"files: {report.files_seen} seen, {len(report.skipped)} skipped" + (f"; runs by format: {formats}"
                                                                             if formats else ""))
     if report.runs_without_steps:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import agentchat, claude_code, crewai_log, generic_chat, inspect_log, minisweagent, openai_chat, openhands, sweagent
+from . import (agentchat, claude_code, codex_cli, crewai_log, gemini_cli, generic_chat, inspect_log, minisweagent,
+               openai_chat, openhands, sweagent)
 from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
 from .registry import plugins
@@ -57,12 +58,16 @@ DESCRIPTIONS: dict[str, str] = {
                          "Magentic-One and other teams, each agent's turns also a sub-run",
     "crewai": "CrewAI task logs (Crew(output_log_file=...json)), each agent's tasks also a sub-run",
     "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
+    "codex-cli": "OpenAI Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), one run per session",
+    "gemini-cli": "Google Gemini CLI session logs (~/.gemini/tmp/*/chats/session-*.jsonl), one run per session",
     "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
     "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "
                  "mapped as OTLP",
     "phoenix-spans": "Phoenix span dataframes (context.span_id, parent_id, attributes.*) as JSON or Parquet",
     "jaeger-json": "Jaeger JSON trace downloads (data[].spans[] with references and tags), mapped as OTLP",
     "zipkin-json": "Zipkin v2 JSON spans, mapped as OTLP",
+    "otel-sdk-json": "the OpenTelemetry SDK's own span JSON (ConsoleSpanExporter, ReadableSpan.to_json: one "
+                     "object per span, a list, JSON lines or {spans: [...]}), mapped as OTLP",
 }
 
 
@@ -96,10 +101,23 @@ def read_lines(path: Path) -> list[Any]:
     return list(iter_lines(path))
 
 
+# JSONL formats whose file is one session (parsed whole), not one run a line.
+SESSIONS: dict[str, Callable[[list[Any], Path], list[Trajectory]]] = {
+    "claude-code": claude_code.parse_entries,
+    codex_cli.FORMAT: codex_cli.parse_entries,
+    gemini_cli.FORMAT: gemini_cli.parse_entries,
+}
+
+
 def detect_lines(path: Path, entries: list[Any]) -> str:
-    """``claude-code``, or the format every line has (each line a run), else ``unknown format``."""
+    """A session format (``claude-code``, ``codex-cli``, ``gemini-cli``), or the format every line has (each line a
+    run), else ``unknown format``."""
     if claude_code.is_transcript(entries):
         return "claude-code"
+    if codex_cli.is_rollout(entries):
+        return codex_cli.FORMAT
+    if gemini_cli.is_session_log(entries):
+        return gemini_cli.FORMAT
     formats = set()
     for entry in entries[:20]:
         formats.add(detect(path, entry))
@@ -124,8 +142,8 @@ def _jsonl(path: Path) -> tuple[str, Iterator[Trajectory]]:
     lines = iter_lines(path)
     head = list(itertools.islice(lines, 20))
     fmt = detect_lines(path, head)
-    if fmt == "claude-code":
-        return fmt, iter(claude_code.parse_entries(itertools.chain(head, lines), path))
+    if fmt in SESSIONS:
+        return fmt, iter(SESSIONS[fmt](list(itertools.chain(head, lines)), path))
     return fmt, _per_line(fmt, itertools.chain(head, lines), path)
 
 
@@ -176,7 +194,7 @@ def stream_file(path: Path, chunk: int = STREAM_CHUNK) -> tuple[str, Iterator[li
         fmt, runs = parse_file(path)
         return fmt, iter([runs])
     fmt, checked = _jsonl(path)
-    if fmt == "claude-code":  # one session: parsed whole
+    if fmt in SESSIONS:  # one session: parsed whole
         runs = list(checked)
         _some_steps(fmt, runs)
         digest = _digest(path)

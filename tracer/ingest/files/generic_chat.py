@@ -11,10 +11,15 @@ This is also where multi-agent logs land, since they are chats whose speakers ar
   is the speaker's name.
 
 Each agent's turn is a step; its agent (and the role as written) is recorded as the step's ``agent``
-event. A run's end needs evidence: the source's ``status`` if it names one; else ``ok`` when the
-last message is an agent's (its answer, kept as the run's answer so end markers are read there),
-``incomplete`` when a person or nobody spoke last. A file with messages of which none is an agent's
-turn is skipped with that reason, never imported as a run with no steps.
+event. A run's end needs evidence: the source's ``status`` if it names one. Else, in a chat with one
+agent, ``ok`` when the last message is the agent's (its answer) and ``incomplete`` when a person or
+nobody spoke last. In a group chat (two agents or more) an agent always has the last word, so that
+is no evidence of an end: the run is ``incomplete`` (no end recorded) and the analyzer decides from
+what the chat says (a termination word, a final answer, a crash, a round limit: ending.py, rules.py).
+The last agent message is kept as the run's answer either way, so end markers are read there; the
+number of messages, and a round or message limit the file records (``max_round``, ``max_turns``,
+...), are kept in the run's attributes. A file with messages of which none is an agent's turn is
+skipped with that reason, never imported as a run with no steps.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from .errors import TrajectoryFormatError
 from .trajectory import ImportedStep, Trajectory, estimate_tokens
 from .text import RUN_STATUSES, as_dict, clip, content_text, first_user_text, message_chars
 
-__all__ = ["DEFAULT_AGENT", "is_message", "messages_of", "parse", "speaker"]
+__all__ = ["DEFAULT_AGENT", "LIMIT_KEYS", "is_message", "messages_of", "parse", "speaker"]
 
 DEFAULT_AGENT = "chat"
+# A round or message limit a chat file may record beside its messages (kept for the analyzer).
+LIMIT_KEYS = ("max_round", "max_rounds", "max_turns", "max_messages")
 _HUMAN_NAMES = frozenset({"user", "human", "customer", "user_proxy", "userproxy"})
 _STANDARD_ROLES = frozenset({"system", "tool", "function", "user", "human", "developer", "ipython"})
 _NOT_SPEAKERS = frozenset({"system", "tool", "function", "developer", "ipython"})
@@ -113,15 +120,17 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         roles = ", ".join(sorted({str(m.get("role")) for m in messages if isinstance(m, dict)}))
         raise TrajectoryFormatError(f"no agent turns: {len(messages)} messages, none written by an agent "
                                     f"(roles: {roles})")
+    group = len(speakers) > 1
     if meta.get("status") in RUN_STATUSES:
         status = meta["status"]
-    else:  # the evidence of an end: an agent spoke last
-        status = "ok" if steps and last_speaker is not None else "incomplete"
+    else:  # one agent's last word is its answer; in a group chat an agent always has the last word
+        status = "ok" if steps and last_speaker is not None and not group else "incomplete"
     model, error = meta.get("model"), meta.get("error")
-    attributes: dict[str, Any] = {"format": "chat"}
-    if len(speakers) > 1:
+    attributes: dict[str, Any] = {"format": "chat", "messages": len(messages)}
+    if group:
         attributes["agents"] = sorted(speakers)
-    answer = steps[-1].thought if status == "ok" and steps and last_speaker is not None else None
+    attributes.update({k: v for k in LIMIT_KEYS if isinstance(v := meta.get(k), int) and not isinstance(v, bool)})
+    answer = steps[-1].thought if status in ("ok", "incomplete") and steps and last_speaker is not None else None
     task = first_user_text(messages) or next(
         (content_text(m.get("content")) for m in messages if isinstance(m, dict) and speaker(m) is None
          and m.get("role") not in _NOT_SPEAKERS), None)

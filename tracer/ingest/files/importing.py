@@ -7,7 +7,9 @@ time (``formats.stream_file``), so memory stays bounded. Parsed files are handed
 them) ``BATCH_FILES`` at a time, each batch one segment, seen whole or not at all; when a batch
 fails, its files are written one by one so one bad file cannot sink the rest. Only an unusable store
 (``StoreError``) stops an import. OTLP JSON files hold spans rather than trajectories: each is mapped
-and written at once as one segment, as ``looptrace collect`` writes (``otlp_json.py``).
+and written at once as one segment, as ``looptrace collect`` writes (``otlp_json.py``). OTLP JSON log
+files are read first, and their records joined to the spans of the trace files beside them
+(``otlp_logs.py``); records of no trace in the import are kept as they came.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from ...sink import Sink
 from ...store import Store, StoreError
 from ...store.backend import catalog_target
 from ...store.iceberg.catalog import CatalogStore
-from . import otlp_json, span_exports
+from . import otlp_json, otlp_logs, sdk_spans, span_exports
 from .detect import read_document
 from .formats import TrajectoryFormatError, is_candidate, stream_file
 from .trajectory import Trajectory, trajectory_rows
+from ..otlp.events import log_rows
 
 __all__ = ["BATCH_FILES", "ImportReport", "Progress", "collect_files", "import_paths", "write_trajectories"]
 
@@ -36,6 +39,7 @@ BATCH_FILES = 50
 NOT_A_TRAJECTORY = "not a trajectory file"
 PRESENT_RUNS = "SELECT DISTINCT run_id FROM run_records"
 STORED_SPANS = "SELECT trace_id, span_id, run_id FROM spans WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))"
+STORED_LOGS = "SELECT log_id FROM log_records WHERE log_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
 @dataclass
@@ -49,6 +53,7 @@ class ImportReport:
     by_format: dict[str, int] = field(default_factory=dict)  # runs found per format, imported or present
     files_done: int = 0  # files read to the end (all of them, unless interrupted)
     interrupted: bool = False  # Ctrl-C: what was read before it is stored, the rest was not read
+    log_records_imported: int = 0  # from OTLP JSON log files: joined to their spans, or kept as they came
 
     @property
     def ok(self) -> bool:
@@ -90,6 +95,8 @@ def _parse(path: Path) -> tuple[str, Iterator[list[Trajectory]] | otlp_json.Otlp
             return otlp_json.FORMAT, otlp_json.parse(path)
         if is_parquet:
             return "phoenix-spans", _spans_file(path, span_exports.read_parquet(path))
+        if sdk_spans.sniff(path):  # the SDK's own span JSON (ConsoleSpanExporter, ReadableSpan.to_json)
+            return sdk_spans.FORMAT, _spans_file(path, sdk_spans.parse(path))
         try:
             return stream_file(path)
         except TrajectoryFormatError as exc:
@@ -174,14 +181,19 @@ class _Writer:
     def add_spans(self, path: Path, parsed: otlp_json.OtlpFile, fmt: str = otlp_json.FORMAT) -> None:
         """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""
         stored: dict[str, dict[str, str | None]] = {}
+        stored_logs: set[str] = set()
         try:
             if _has_rows(self.store):
                 with self.store.reader(locked_down=False) as conn:
                     rows = conn.execute(STORED_SPANS, [parsed.trace_ids]).fetchall()
+                    if parsed.logs:
+                        ids = [r.log_id for logs in parsed.logs.values() for r in logs]
+                        stored_logs = {i for (i,) in conn.execute(STORED_LOGS, [ids]).fetchall()}
                 for trace_id, span_id, run_id in rows:
                     stored.setdefault(trace_id, {})[span_id] = run_id
-            result = parsed.rows(stored)
+            result = parsed.rows(stored, stored_logs)
             self.sink.write(result.rows)
+            self.report.log_records_imported += len(result.rows.get("log_records", ()))
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
@@ -192,6 +204,25 @@ class _Writer:
         self.report.steps_imported += result.steps_new
         self.report.runs_without_steps += result.runs_without_steps
         self.report.by_format[fmt] = self.report.by_format.get(fmt, 0) + result.runs_new + result.runs_present
+
+    def add_logs(self, paths: Sequence[Path], logs: list[otlp_logs.PlainLog]) -> None:
+        """Records of no trace in the import: kept in ``log_records`` as they came (new ones only)."""
+        if not logs:
+            return
+        try:
+            stored: set[str] = set()
+            if _has_rows(self.store):
+                with self.store.reader(locked_down=False) as conn:
+                    stored = {i for (i,) in conn.execute(STORED_LOGS, [[r.log_id for r in logs]]).fetchall()}
+            rows = log_rows([r for r in logs if r.log_id not in stored], {}, {})
+            self.sink.write({"log_records": rows})
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
+            for path in paths:
+                self.report.skipped.append((str(path), f"could not be stored ({type(exc).__name__}: {exc})"))
+            return
+        self.report.log_records_imported += len(rows)
 
     def _write(self, runs: list[Trajectory]) -> None:
         fresh = {t.run_id: t for t in runs if t.run_id not in self.present}
@@ -260,12 +291,22 @@ def import_paths(
     report = ImportReport(files_seen=len(files), skipped=list(missing))
     target = catalog_target(store.name) if isinstance(store, CatalogStore) else store.path
     writer = _Writer(store, report, sink or Sink(target))
+    log_files = {p for p in files if otlp_logs.sniff(p)}
+    records = otlp_logs.LogRecords()
+    for path in sorted(log_files):
+        try:
+            records.add(otlp_logs.parse(path))
+        except TrajectoryFormatError as exc:
+            report.skipped.append((str(path), str(exc)))
     try:
         for done, path in enumerate(files, 1):
-            parsed = _parse(path)
-            if isinstance(parsed, str):
+            parsed = NOT_A_TRAJECTORY if path in log_files else _parse(path)
+            if path in log_files:
+                pass  # read above: its records went with the trace files
+            elif isinstance(parsed, str):
                 report.skipped.append((str(path), parsed))
             elif isinstance(found := parsed[1], otlp_json.OtlpFile):
+                found.logs = {t: records.take(t) for t in found.traces if t in records.by_trace}
                 writer.add_spans(path, found, parsed[0])
             else:
                 _add_runs(writer, path, parsed[0], found)
@@ -281,6 +322,7 @@ def import_paths(
         writer.flush()
         return report
     writer.flush()
+    writer.add_logs(sorted(log_files), records.left())
     if progress is not None and files:
         progress(len(files), len(files), report)  # the last call sees the final counts
     return report

@@ -57,9 +57,12 @@ def tau_status(messages: list[Any], source: Any) -> tuple[str, str | None]:
 def chat_end(messages: list[Any]) -> str:
     """A transcript that records no status ended normally only if the assistant had the last word
     (a reply with no tool calls: its answer); one that stops on a tool call, a tool result or the
-    user's message has no recorded end."""
+    user's message has no recorded end. Nor does one where assistants of two names or more take
+    turns (a group chat: one of them always has the last word; the analyzer reads how it ended)."""
+    names = {m.get("name") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+             and isinstance(m.get("name"), str) and m.get("name")}
     last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") != "system"), None)
-    if isinstance(last, dict) and last.get("role") == "assistant" and not _calls(last):
+    if isinstance(last, dict) and last.get("role") == "assistant" and not _calls(last) and len(names) < 2:
         return "ok"
     return "incomplete"
 

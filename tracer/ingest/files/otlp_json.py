@@ -6,6 +6,8 @@ rows rather than ``Trajectory`` values: a trace carries more than a trajectory h
 model calls with their requests and tokens, timings), and the receiver's rows are the reference, so
 both go through ``tracer.ingest.conventions.rows_for_trace`` and give the same rows. Importing twice
 adds nothing: spans already stored are skipped by id, and a trace already stored is not mapped again.
+Log records read from OTLP JSON log files of the same import (``otlp_logs.py``) are joined to their
+spans before mapping, as ``collect`` joins them (``ingest/otlp/events.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from ..otlp.conventions import rows_for_trace
 from ..otlp.conversations import group_conversations, is_loose_call
+from ..otlp.events import JOINED, KEPT, LATE, PlainLog, join, log_rows
 from ..otlp.protocol import MalformedRequest, parse_json, spans_of
 from ...records.spans import PlainSpan
 
@@ -48,28 +51,44 @@ class OtlpRows:
 class OtlpFile:
     source: str
     traces: dict[str, list[PlainSpan]] = field(default_factory=dict)  # trace id -> its spans
+    logs: dict[str, list[PlainLog]] = field(default_factory=dict)  # trace id -> its log records
 
     @property
     def trace_ids(self) -> list[str]:
         return list(self.traces)
 
-    def rows(self, stored: Mapping[str, Mapping[str, str | None]]) -> OtlpRows:
-        """The rows to write, given the span ids already stored (trace id -> span id -> run id)."""
+    def rows(self, stored: Mapping[str, Mapping[str, str | None]], stored_logs: set[str] | frozenset[str] = frozenset(),
+             ) -> OtlpRows:
+        """The rows to write, given the span ids already stored (trace id -> span id -> run id) and
+        the ids of log records already stored."""
         out: dict[str, list[dict[str, Any]]] = {}
         present: set[str] = set()
         loose = []  # model calls of bare SDK loops, each its own trace: grouped into runs as collect does
+        records: list[PlainLog] = []
+        status: dict[str, str] = {}
         for trace_id, spans in self.traces.items():
             known = stored.get(trace_id)
+            logs = [r for r in self.logs.get(trace_id, ()) if r.log_id not in stored_logs]
+            records += logs
             if known:
                 present.update(r for r in known.values() if r)
+                status.update((r.log_id, LATE) for r in logs)  # its trace was mapped without them
+            else:
+                spans, used = join(spans, logs)
+                status.update((i, JOINED) for i in used)
             if not known and is_loose_call(spans):
                 loose.append(spans)
                 continue
             for table, rows in rows_for_trace(spans, source=self.source, stored=known).items():
                 out.setdefault(table, []).extend(rows)
+            for span_id, run_id in (known or {}).items():
+                out.setdefault("_runs", []).append({"span_id": span_id, "run_id": run_id})
         for group in group_conversations(loose):
             for table, rows in rows_for_trace(group, source=self.source).items():
                 out.setdefault(table, []).extend(rows)
+        run_of = {r["span_id"]: r["run_id"] for r in (*out.pop("_runs", ()), *out.get("spans", ()))}
+        if records:
+            out["log_records"] = log_rows(records, status, run_of, KEPT)
         new = {r["run_id"] for r in out.get("run_records", [])}
         steps = {(r["run_id"], r["step"]) for r in out.get("step_records", [])}
         stepless = len(new - {run_id for run_id, _ in steps})

@@ -211,10 +211,19 @@ def _tree(doc: dict[str, Any]) -> list[PlainSpan]:
             start_ns=start, end_ns=_ns(s.get("end_time")) or (start + length if start and length is not None else None),
             status_code=_status(s.get("status_code")), status_message=s.get("status_message") or None,
             attributes=flatten(s.get("span_attributes") or s.get("attributes") or {}),
-            events=_events(s.get("events"), "Timestamp", "Name", "Attributes")
-            or _events(s.get("events"), "timestamp", "name", "attributes"),
+            events=_tree_events(s.get("events")),
             resource=flatten(s.get("resource_attributes") or {}), scope=s.get("scope_name") or None,
         ))
+    return out
+
+
+def _tree_events(items: Any) -> list[dict[str, Any]]:
+    """A span tree's events, keyed ``Name``/``Timestamp``/``Attributes`` (ClickHouse-style exports) or in
+    lower case: each event read by the keys it has (an exception event's type and message matter)."""
+    out = []
+    for e in items if isinstance(items, list) else ():
+        upper = isinstance(e, dict) and "Name" in e
+        out += _events([e], *(("Timestamp", "Name", "Attributes") if upper else ("timestamp", "name", "attributes")))
     return out
 
 

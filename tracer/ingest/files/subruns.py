@@ -54,6 +54,6 @@ def _own_usage(steps: list[ImportedStep]) -> dict[str, Any]:
     inputs = [s.input_tokens for s in first_calls if s.input_tokens is not None]
     outputs = [s.output_tokens for s in first_calls if s.output_tokens is not None]
     starts = [s.started_at for s in steps if s.started_at is not None]
-    ends = [s.ended_at for s in steps if s.ended_at is not None]
+    ends = [s.ended_at or s.started_at for s in steps if (s.ended_at or s.started_at) is not None]
     return {"input_tokens": sum(inputs) if inputs else None, "output_tokens": sum(outputs) if outputs else None,
             "cost_usd": None, "started_at": min(starts, default=None), "ended_at": max(ends, default=None)}

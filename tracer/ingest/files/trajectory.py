@@ -20,13 +20,22 @@ from typing import Any
 
 from ...records.text import clean_text, to_json
 
-__all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "trajectory_rows", "estimate_tokens"]
+__all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "imported_run_id", "trajectory_rows", "estimate_tokens"]
 
 
 def estimate_tokens(text_chars: int) -> int:
     """Tokens from characters when a source records none: 4 characters a token, the usual rule of
     thumb for English text and code with BPE tokenizers (documented in docs/schema.md)."""
     return (text_chars + 3) // 4
+
+
+def imported_run_id(origin: str, key: str) -> str:
+    """The id of the run ``key`` of ``origin``: how a file can name a run of another file whose origin
+    it knows (a forked session names its origin session)."""
+    # Keys hold whatever text the file holds (a sub-run's key has its agent's name), lone surrogates
+    # included: "surrogatepass" hashes them as they are, so such a file imports and two keys that
+    # differ only there keep different ids (issue 39: a strict encode raised, the file was skipped).
+    return hashlib.sha256(f"{origin}\0{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass
@@ -47,6 +56,7 @@ class ImportedStep:
     ended_at: datetime | None = None
     agent: str | None = None  # in a multi-agent log, the agent whose turn this is
     role: str | None = None  # the speaker as the log wrote it, when it says more (``Orchestrator (thought)``)
+    events: list[dict[str, Any]] = field(default_factory=list)  # ``{name, time, attributes}`` the file records
 
 
 @dataclass
@@ -86,9 +96,10 @@ class Trajectory:
     llm_calls: list[ImportedLLMCall] = field(default_factory=list)
     origin: str = ""  # what the run id hashes: the content digest, or a namespace for a source-made id
     parent_key: str | None = None  # the key of the run (in the same file) this one is a sub-run of
+    forked_from: str | None = None  # the run id of the run this one was forked from (another file's)
 
     def _id(self, key: str) -> str:
-        return hashlib.sha256(f"{self.origin or self.source}\0{key}".encode()).hexdigest()[:32]
+        return imported_run_id(self.origin or self.source, key)
 
     @property
     def run_id(self) -> str:
@@ -99,12 +110,14 @@ class Trajectory:
         return None if self.parent_key is None else self._id(self.parent_key)
 
 
-def _agent_event(s: ImportedStep) -> str | None:
-    """A multi-agent step names its agent in an ``agent`` event (steps have no agent column)."""
-    if s.agent is None:
-        return None
-    attributes = {"agent": s.agent, **({"role": s.role} if s.role else {})}
-    return to_json([{"name": "agent", "time": None, "attributes": attributes}])
+def _step_events(s: ImportedStep) -> str | None:
+    """A multi-agent step names its agent in an ``agent`` event (steps have no agent column); other
+    events are the file's own (a response's full token usage)."""
+    events = list(s.events)
+    if s.agent is not None:
+        attributes = {"agent": s.agent, **({"role": s.role} if s.role else {})}
+        events.insert(0, {"name": "agent", "time": None, "attributes": attributes})
+    return to_json(events) if events else None
 
 
 def _text(value: Any) -> str | None:
@@ -112,11 +125,15 @@ def _text(value: Any) -> str | None:
 
 
 def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[dict[str, Any]]]:
+    # Every text a file can hold goes through ``_text``: a name with a lone surrogate (or a path with
+    # undecodable bytes) is stored as valid Unicode, never refused by the writer (issue 39).
     run_id = t.run_id
     run = {
-        "run_id": run_id, "recorded_at": imported_at, "source": t.source, "agent": t.agent, "task": _text(t.task),
-        "model": t.model, "strategy": None, "status": t.status, "answer": _text(t.answer), "error": _text(t.error),
-        "parent_run_id": t.parent_run_id, "started_at": t.started_at, "ended_at": t.ended_at,
+        "run_id": run_id, "recorded_at": imported_at, "source": _text(t.source), "agent": _text(t.agent),
+        "task": _text(t.task), "model": _text(t.model), "strategy": None, "status": t.status,
+        "answer": _text(t.answer), "error": _text(t.error),
+        "parent_run_id": t.parent_run_id, "forked_from": t.forked_from, "started_at": t.started_at,
+        "ended_at": t.ended_at,
         "attributes": to_json(t.attributes) if t.attributes else None,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd,
     }
@@ -127,7 +144,7 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
             "run_id": run_id, "step": s.step, "started_at": s.started_at, "ended_at": s.ended_at,
             "thought": _text(s.thought),
             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "context_tokens": s.context_tokens,
-            "cost_usd": None, "events": _agent_event(s), "span_id": None,
+            "cost_usd": None, "events": _step_events(s), "span_id": None,
         })
         if row["thought"] is None and s.thought:
             row["thought"] = _text(s.thought)
@@ -136,17 +153,17 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
         if s.tool is not None or s.observation is not None:
             observation = _text(s.observation)
             calls.append({
-                "run_id": run_id, "step": s.step, "call_index": s.call_index, "tool_call_id": s.tool_call_id,
+                "run_id": run_id, "step": s.step, "call_index": s.call_index, "tool_call_id": _text(s.tool_call_id),
                 "tool": _text(s.tool), "args": to_json(s.args) if s.args is not None else None,
                 "observation": observation,
                 "observation_bytes": len(observation.encode("utf-8")) if observation else 0,
-                "is_error": s.is_error or s.error_type is not None, "error_type": s.error_type,
+                "is_error": s.is_error or s.error_type is not None, "error_type": _text(s.error_type),
                 "started_at": s.started_at, "ended_at": s.ended_at, "span_id": None,
             })
     llm = [{
-        "run_id": run_id, "step": c.step, "call_id": f"{run_id}:{i}", "provider": None, "model": c.model,
-        "response_model": c.model, "started_at": c.started_at, "ended_at": c.ended_at,
-        "stop_reason": c.stop_reason, "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+        "run_id": run_id, "step": c.step, "call_id": f"{run_id}:{i}", "provider": None, "model": _text(c.model),
+        "response_model": _text(c.model), "started_at": c.started_at, "ended_at": c.ended_at,
+        "stop_reason": _text(c.stop_reason), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
         "cache_read_tokens": c.cache_read_tokens, "cache_creation_tokens": c.cache_creation_tokens,
         "cost_usd": c.cost_usd, "error": _text(c.error), "span_id": None,
     } for i, c in enumerate(t.llm_calls)]

@@ -18,12 +18,19 @@ from ...records.pricing import cost_usd, price_of
 from ...records.spans import PlainSpan, ts
 from ...records.requests import RequestLog
 from ...records.text import clean_text, to_json
-from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, unwrap
+from .frameworks import ARGUMENT_WRAPPERS, FINAL_ANSWER_SPANS, RESULT_WRAPPERS, unwrap
 
 AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
 
-_GENAI_OPS = {c.OP_INVOKE_AGENT: AGENT, c.OP_CHAT: MODEL, "text_completion": MODEL,
-              "generate_content": MODEL, c.OP_EXECUTE_TOOL: TOOL}
+_GENAI_OPS: dict[str, str | None] = {
+    c.OP_INVOKE_AGENT: AGENT, c.OP_CHAT: MODEL, "text_completion": MODEL, "generate_content": MODEL,
+    c.OP_EXECUTE_TOOL: TOOL, "call_llm": MODEL,  # any-agent's name for a model call
+    # The newest agent spans (docs/frameworks.md, "GenAI conventions by version"): a workflow is a run
+    # above its agents' runs; creating an agent and a planning phase are no call of their own (a plan's
+    # model calls are its agent's steps), kept in ``spans``.
+    "invoke_workflow": WORKFLOW, "create_agent": None, "plan": None,
+}
+INVOKE_WORKFLOW = "invoke_workflow"
 _OPENINFERENCE = {"AGENT": AGENT, "CHAIN": WORKFLOW, "LLM": MODEL, "TOOL": TOOL}
 _TRACELOOP = {"agent": AGENT, "workflow": WORKFLOW, "task": TOOL, "tool": TOOL}
 OI_KIND, TL_KIND = "openinference.span.kind", "traceloop.span.kind"
@@ -37,13 +44,21 @@ _OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
                   "llm.usage.completion_tokens", "llm.token_count.completion")
 _CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
                "llm.token_count.prompt_details.cache_read")
-_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
-                "llm.token_count.prompt_details.cache_write")
-_AGENT_NAME = ("gen_ai.agent.name", "agent.name", "traceloop.entity.name", "traceloop.workflow.name")
+_CACHE_WRITE = ("gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+               "gen_ai.usage.cache_write_input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+               "llm.token_count.prompt_details.cache_write")
+_AGENT_NAME = ("gen_ai.agent.name", "gen_ai.workflow.name", "agent.name", "traceloop.entity.name",
+               "traceloop.workflow.name")
 _TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
 _TOOL_CALL_ID = ("gen_ai.tool.call.id", "tool_call.id", "tool.id")
-_INPUT = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
-_OUTPUT = ("gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+# A tool span's arguments and result. ``gen_ai.tool.args`` and ``gen_ai.output`` are the spelling of
+# libraries that wrote the GenAI conventions before these names existed (any-agent); the conventions'
+# own names come first, so they win when a span carries both.
+_INPUT = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "input.value", "traceloop.entity.input")
+_OUTPUT = ("gen_ai.tool.call.result", "gen_ai.output", "output.value", "traceloop.entity.output")
+_TOOL_PARAMETERS = ("tool.parameters",)  # OpenInference: the tool's parameters as a JSON object, in order
+# A model call's cost as the trace recorded it, in dollars (any-agent): input and output parts.
+_COST_PARTS = ("gen_ai.usage.input_cost", "gen_ai.usage.output_cost")
 _GENAI_PARAMS = ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "frequency_penalty",
                  "presence_penalty", "seed", "choice.count")
 # Flattened lists: OpenInference (llm.input_messages.0.message.role), OpenLLMetry (gen_ai.prompt.0.role).
@@ -177,6 +192,22 @@ def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[
     return None, []
 
 
+def _output_messages(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
+    """A model call's output messages: ``gen_ai.output.messages``, the flattened lists, else
+    ``gen_ai.output`` (with ``gen_ai.output.type``): the model's text, or its tool calls as a JSON list of
+    ``{"tool.name", "tool.args"}`` (any-agent)."""
+    messages, keys = _messages(a, "gen_ai.output.messages", _OUTPUT_PREFIXES)
+    if messages is not None or a.get("gen_ai.output") is None:
+        return messages, keys
+    raw = a["gen_ai.output"]
+    value = _loads(raw) if a.get("gen_ai.output.type") != "text" else raw
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "tool.name" in v for v in value):
+        calls = [{"name": v["tool.name"], "arguments": v.get("tool.args")} for v in value]
+        return [{"role": "assistant", "tool_calls": calls}], ["gen_ai.output"]
+    text = raw if isinstance(raw, str) else to_json(raw)
+    return [{"role": "assistant", "content": text}], ["gen_ai.output"]
+
+
 def _raw_io(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[Any] | None, Any]:
     """(input messages, output messages, declared tools) from ``input.value`` / ``output.value`` when they
     hold the raw request and response as JSON (OpenInference's OpenAI and Anthropic instrumentors, and
@@ -231,7 +262,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
     """(llm_call_records row, the model's text output, the first user message) of a model-call span."""
     a = s.attributes
     messages, in_keys = _messages(a, "gen_ai.input.messages", _INPUT_PREFIXES)
-    output, out_keys = _messages(a, "gen_ai.output.messages", _OUTPUT_PREFIXES)
+    output, out_keys = _output_messages(a)
     system = _loads(a.get("gen_ai.system_instructions"))
     tools, tool_keys = _loads(a.get("gen_ai.tool.definitions")), ["gen_ai.tool.definitions"]
     for prefix in _TOOLS_PREFIXES if tools is None else ():
@@ -264,7 +295,8 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         "messages_append": None, "request_sha": None,
         "response": to_json(output) if output is not None else None, "stop_reason": _first_reason(finish),
         "input_tokens": inp, "output_tokens": out, "cache_read_tokens": read, "cache_creation_tokens": write,
-        "cost_usd": _cost(model, inp, out, read, write), "retries": 0,
+        "cost_usd": _cost(model, inp, out, read, write) if _recorded_cost(a) is None else _recorded_cost(a),
+        "retries": 0,
         "error": _text(s.status_message or "error") if s.status_code == "ERROR" else None,
         "span_id": s.span_id,
     }
@@ -290,6 +322,14 @@ def _plain_output(a: Mapping[str, Any]) -> str | None:
     return _text(a["output.value"])
 
 
+def _recorded_cost(a: Mapping[str, Any]) -> float | None:
+    """The call's cost as the trace recorded it (``_COST_PARTS``), or None: a recorded figure is the
+    source's own, so it is kept rather than estimated again from the price table."""
+    parts = [a.get(k) for k in _COST_PARTS]
+    numbers = [float(p) for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool) and p == p]
+    return sum(numbers) if numbers else None
+
+
 def _cost(model: Any, inp: int | None, out: int | None, read: int | None, write: int | None) -> float | None:
     if not isinstance(model, str) or price_of(model) is None or (inp is None and out is None):
         return None
@@ -303,17 +343,18 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     a = s.attributes
     args_key = next((k for k in _INPUT if a.get(k) is not None), None)
     result_key = next((k for k in _OUTPUT if a.get(k) is not None), None)
-    exception = next((e.get("attributes") or {} for e in s.events if e.get("name") == "exception"), {})
+    exception = _exception(s)
     failed = s.status_code == "ERROR" or a.get(c.ERROR_TYPE) is not None
     error_type = a.get(c.ERROR_TYPE) or (exception.get("exception.type") or "tool_error" if failed else None)
     observation = _text(_unwrapped(a[result_key], RESULT_WRAPPERS)) if result_key else None
     if observation is None and failed:
-        observation = _text(s.status_message or exception.get("exception.message"))
+        observation = _error_text(s)
     moved.update(k for k in (args_key, result_key) if k)
+    args = _unwrapped(a[args_key], ARGUMENT_WRAPPERS, _parameter_names(a)) if args_key else None
     return {
         "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
-        "tool": _text(_first(a, _TOOL_NAME) or _tool_name_from(s.name)),
-        "args": _json_text(_unwrapped(a[args_key], ARGUMENT_WRAPPERS)) if args_key else None,
+        "tool": _text(_span_tool_name(s)),
+        "args": _json_text(args) if args_key else None,
         "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
         "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),
@@ -321,11 +362,41 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     }
 
 
-def _unwrapped(raw: Any, wrappers: Any) -> Any:
+def _unwrapped(raw: Any, wrappers: Any, names: Sequence[str] = ()) -> Any:
     """The value inside a framework's wrapper (frameworks.py), or ``raw`` as it came when there is none."""
     value = _loads(raw)
-    inner = unwrap(value, wrappers)
+    inner = unwrap(value, wrappers, names)
     return raw if inner is value else inner
+
+
+def _parameter_names(a: Mapping[str, Any]) -> list[str]:
+    """The tool's parameter names in order, where the span records them: arguments passed by position
+    are stored under them."""
+    parameters = _loads(_first(a, _TOOL_PARAMETERS))
+    return [str(k) for k in parameters] if isinstance(parameters, dict) else []
+
+
+def _exception(s: PlainSpan) -> Mapping[str, Any]:
+    """The attributes of the span's first exception event (empty when it has none)."""
+    return next((e.get("attributes") or {} for e in s.events if e.get("name") == "exception"), {})
+
+
+def _error_text(s: PlainSpan) -> str | None:
+    """What a failed span says went wrong: its status message, else its exception's type and message.
+    A failed tool call's observation: the same tool failing with the same error reads the same."""
+    if s.status_message:
+        return _text(s.status_message)
+    exception = _exception(s)
+    kind, message = exception.get("exception.type"), exception.get("exception.message")
+    if message is None:
+        return _text(kind)
+    return _text(f"{kind}: {message}" if kind else message)
+
+
+def _span_tool_name(s: PlainSpan) -> str:
+    """A tool span's tool: its recorded name, a final-answer tool known by its span's name, else the
+    span's name (``execute_tool NAME``, ``NAME.tool``)."""
+    return str(_first(s.attributes, _TOOL_NAME) or FINAL_ANSWER_SPANS.get(s.name) or _tool_name_from(s.name))
 
 
 def _tool_name_from(span_name: str) -> str:

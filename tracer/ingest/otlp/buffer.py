@@ -4,7 +4,10 @@ A trace's spans stay here until its root span has arrived and no span of it came
 seconds; a loose model call (a trace of one call of a bare SDK loop, see conversations.py) stays until no
 loose call came for ``conversation_settle`` seconds, so that the calls of one loop are mapped as one run.
 Each trace is mapped exactly once, span ids of written traces are remembered so resent
-spans are dropped and late ones are placed under their run. Pure bookkeeping: no I/O, no HTTP.
+spans are dropped and late ones are placed under their run. Log records tied to a trace (GenAI events,
+``events.py``) are held with it, keep it open as its spans do (so a trace is written once its records
+too have had ``settle`` seconds to come), and are joined to its spans when it is mapped; a record of no
+trace is written at once, one of a written trace as ``late``. Pure bookkeeping: no I/O, no HTTP.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from ...records.spans import PlainSpan, rows_for_spans
 from .conventions import is_native, rows_for_trace
 from .conversations import group_conversations, is_loose_call
+from .events import JOINED, KEPT, LATE, PlainLog, join, log_rows
 from .live import closing_rows
 
 __all__ = ["ReceiverStats", "TraceBuffer", "Batch", "Part", "REMEMBERED_SPANS", "spans_only"]
@@ -43,6 +47,11 @@ class ReceiverStats:
     refused_traces: int = 0  # traces whose runs and steps the store refused: kept as bare spans
     lost_spans: int = 0  # spans the store refused even without their runs and steps
     recovered_spans: int = 0  # open spans a crashed receiver left in the journal, taken back at start
+    logs_received: int = 0
+    logs_written: int = 0
+    duplicate_logs: int = 0
+    late_logs: int = 0  # records of a trace already written: kept in log_records as 'late'
+    recovered_logs: int = 0
     last_error: str | None = None
 
 
@@ -53,6 +62,7 @@ class _Open:
     last_seen: float = 0.0
     changed: bool = True  # spans came since its last preview (live.py)
     previewed: bool = False  # a preview of it may be in the store: its final write closes it
+    logs: dict[str, PlainLog] = field(default_factory=dict)  # its log records, by log id
 
 
 @dataclass
@@ -63,6 +73,7 @@ class Part:
     spans: list[PlainSpan]
     rows: dict[str, list[dict[str, Any]]]
     held: _Open | None  # a buffered trace; None for spans queued to be written at once
+    logs: list[PlainLog] = field(default_factory=list)  # its log records written with it
 
 
 @dataclass
@@ -96,6 +107,9 @@ class TraceBuffer:
         self._remembered = 0
         self._native: set[str] = set()
         self._direct: list[tuple[str, list[PlainSpan]]] = []  # spans to write now, not to buffer
+        self._direct_logs: list[PlainLog] = []  # records of no trace, or of a written one: written now
+        self._written_logs: OrderedDict[str, None] = OrderedDict()  # ids of records written lately
+        self._log_seq = 0
 
     @property
     def buffered_spans(self) -> int:
@@ -133,18 +147,61 @@ class TraceBuffer:
                 t.changed = t.changed or len(t.spans) > before
         return set(by_trace)
 
+    @property
+    def buffered_logs(self) -> int:
+        return sum(len(t.logs) for t in (*self._open.values(), *self._loose.values())) + len(self._direct_logs)
+
+    def add_logs(self, logs: Sequence[PlainLog], now: float) -> set[str]:
+        """Hold ``logs`` with their traces (or queue them to be written now); return those traces' ids."""
+        self.stats.logs_received += len(logs)
+        traces = set()
+        for record in logs:
+            record.seq, self._log_seq = self._log_seq, self._log_seq + 1
+            tid = record.trace_id
+            if record.log_id in self._written_logs:
+                self.stats.duplicate_logs += 1
+                continue
+            if tid is None or tid in self._written or tid in self._native:
+                self._direct_logs.append(record)
+                continue
+            traces.add(tid)
+            t = self._loose.get(tid) or self._open.setdefault(tid, _Open())
+            if record.log_id in t.logs:
+                self.stats.duplicate_logs += 1
+                continue
+            t.logs[record.log_id] = record
+            t.last_seen = max(t.last_seen, now)
+            t.changed = True
+        return traces
+
+    def held_logs(self, logs: Sequence[PlainLog]) -> list[PlainLog]:
+        """Those of ``logs`` that are only in memory (held with an open trace, or queued)."""
+        queued = {r.log_id for r in self._direct_logs}
+        out = []
+        for r in logs:
+            t = self._open.get(r.trace_id or "") or self._loose.get(r.trace_id or "")
+            if (t is not None and r.log_id in t.logs) or r.log_id in queued:
+                out.append(r)
+        return out
+
     def restore(self, spans: Sequence[PlainSpan], written: Sequence[tuple[str, str, str | None]],
-                now: float, ages: Mapping[str, float] | None = None) -> None:
+                now: float, ages: Mapping[str, float] | None = None, logs: Sequence[PlainLog] = (),
+                written_logs: Sequence[str] = ()) -> None:
         """Take back what a receiver that died left in the journal: the ids it had written lately (so
         a retried span is dropped, a late one placed), then its open spans, held as if received
         ``ages[trace]`` seconds before ``now`` (when the journal last took a span of that trace), so
         settle and idle timeout count from then: a complete trace taken back is due at once."""
         for trace_id, span_id, run_id in written:
             self._remember(trace_id, span_id, run_id)
+        self._written_logs.update(dict.fromkeys(written_logs))
         received = self.stats.spans_received
         self.add(spans, now)
         self.stats.spans_received = received
         self.stats.recovered_spans += len(spans)
+        received = self.stats.logs_received
+        self.add_logs(sorted(logs, key=lambda r: r.seq), now)
+        self.stats.logs_received = received
+        self.stats.recovered_logs += len(logs)
         for trace_id, age in (ages or {}).items():
             t = self._open.get(trace_id)
             if t is not None:
@@ -157,15 +214,15 @@ class TraceBuffer:
         arrived is written within ``settle``) that received spans since their last preview."""
         out = []
         for trace_id, t in self._open.items():
-            if t.changed and not t.has_root:
+            if t.changed and not t.has_root and t.spans:
                 t.changed, t.previewed = False, True
-                out.append((trace_id, list(t.spans.values())))
+                out.append((trace_id, join(list(t.spans.values()), t.logs.values())[0]))
         return out
 
     def rows_of(self, spans: list[PlainSpan]) -> dict[str, list[Any]]:
         """The rows of one trace's ``spans``: the one mapping, for final writes and previews alike.
         Pure: safe to call without the receiver's lock."""
-        return self._rows(spans, None)
+        return self._rows(spans, (), None)
 
     def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
         """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued
@@ -203,19 +260,35 @@ class TraceBuffer:
         for tid in due:
             t = self._open.pop(tid)
             spans = list(t.spans.values())
-            if _loose(spans):
+            if spans and _loose(spans):
                 self._loose[tid] = t  # still counted in _buffered
                 continue
             self._buffered -= len(t.spans)
-            rows = self._rows(spans, None)
+            logs = list(t.logs.values())
+            rows = self._rows(spans, logs, None)
             if t.previewed:
                 rows = {**rows, **closing_rows([tid], revision)}
-            batch.parts.append(Part(tid, spans, rows, t))
+            batch.parts.append(Part(tid, spans, rows, t, logs))
         batch.parts.extend(self._conversations(now, everything))
         for tid, by_id in direct.items():
             spans = list(by_id.values())
-            batch.parts.append(Part(tid, spans, self._rows(spans, self._written.get(tid)), None))
+            batch.parts.append(Part(tid, spans, self._rows(spans, (), self._written.get(tid)), None))
+        if self._direct_logs:
+            batch.parts.append(self._loose_logs())
         return batch
+
+    def _loose_logs(self) -> Part:
+        """The queued records of no trace (``kept``) and of written traces (``late``, under their run)."""
+        logs, self._direct_logs = self._direct_logs, []
+        late = [r for r in logs if r.trace_id is not None and r.trace_id in self._written]
+        if late:
+            self.stats.late_logs += len(late)
+            log.warning("looptrace collect: %d log records came after their trace was written; kept in "
+                        "log_records as 'late' (raise --settle if the sender's log batches lag its spans)",
+                        len(late))
+        run_of = {r.span_id: self._written[r.trace_id].get(r.span_id) for r in late if r.span_id}
+        status = {r.log_id: LATE for r in late}
+        return Part("", [], {"log_records": log_rows(logs, status, run_of)}, None, logs)
 
     def _conversations(self, now: float, everything: bool) -> list[Part]:
         """The held loose calls as one part per run, once no loose call came for ``conversation_settle``."""
@@ -223,7 +296,7 @@ class TraceBuffer:
                                    >= self.conversation_settle):
             return []
         held, self._loose = self._loose, {}
-        traces = {tid: list(t.spans.values()) for tid, t in held.items()}
+        traces = {tid: join(list(t.spans.values()), t.logs.values())[0] for tid, t in held.items()}
         parts = []
         try:
             groups = group_conversations(list(traces.values()))
@@ -235,21 +308,31 @@ class TraceBuffer:
             merged = _Open(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
             merged.spans = {s.span_id: s for s in spans}
             merged.previewed = any(held[s.trace_id].previewed for s in spans)
+            merged.logs = {i: r for tid in dict.fromkeys(s.trace_id for s in spans) for i, r in held[tid].logs.items()}
             self._buffered -= len(spans)
-            rows = self._rows(spans, None)
+            rows = self._rows(spans, list(merged.logs.values()), None)
             if merged.previewed:
                 rows = {**rows, **closing_rows([s.trace_id for s in spans if held[s.trace_id].previewed],
                                                revision)}
-            parts.append(Part(spans[0].trace_id, spans, rows, merged))
+            parts.append(Part(spans[0].trace_id, spans, rows, merged, list(merged.logs.values())))
         return parts
 
-    def _rows(self, spans: list[PlainSpan], stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
+    def _rows(self, spans: list[PlainSpan], logs: Sequence[PlainLog],
+              stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
+        """The rows of a trace: its spans, joined with its records (``events.py``), by the one mapping;
+        and its records as ``log_records`` rows, under the run of their span."""
+        used: set[str] = set()
         try:
-            return rows_for_trace(spans, source=self.source, stored=stored)
+            joined, used = join(spans, logs)
+            rows = rows_for_trace(joined, source=self.source, stored=stored)
         except Exception as exc:  # noqa: BLE001 - a mapping bug must cost the runs, never the spans
             log.warning("looptrace collect: could not map trace %s (%s: %s); kept its spans only",
                         spans[0].trace_id if spans else "?", type(exc).__name__, exc)
-            return spans_only(spans)
+            rows = spans_only(spans)
+        if logs:
+            run_of = {r["span_id"]: r["run_id"] for r in rows.get("spans", ())}
+            rows = {**rows, "log_records": log_rows(logs, dict.fromkeys(used, JOINED), run_of, KEPT)}
+        return rows
 
     def done(self, parts: Sequence[Part]) -> None:
         """``parts`` are in the store: remember their spans' ids and runs."""
@@ -260,6 +343,11 @@ class TraceBuffer:
             for row in rows:
                 self._remember(row["trace_id"], row["span_id"], row["run_id"])
             self.stats.spans_written += len(part.spans)
+            self.stats.logs_written += len(part.logs)
+            for r in part.logs:
+                self._written_logs[r.log_id] = None
+            while len(self._written_logs) > REMEMBERED_SPANS:
+                self._written_logs.popitem(last=False)
             self.stats.runs_written += len({r["run_id"] for r in part.rows.get("run_records", ()) if r.get("run_id")})
             if part.held is not None:
                 self.stats.traces_written += len({s.trace_id for s in part.spans})
@@ -273,6 +361,7 @@ class TraceBuffer:
             t = self._open.pop(trace_id, None)
             if t is None:
                 continue
+            self._direct_logs.extend(t.logs.values())  # late records of the written trace
             self._buffered -= len(t.spans)
             known = self._written.get(trace_id, {})
             fresh = [s for span_id, s in t.spans.items() if span_id not in known]  # a resend: dropped
@@ -289,13 +378,16 @@ class TraceBuffer:
         self.stats.last_error = error
         for part in parts:
             if part.held is None:
-                self._direct.insert(0, (part.trace_id, part.spans))
+                if part.spans:
+                    self._direct.insert(0, (part.trace_id, part.spans))
+                self._direct_logs[:0] = part.logs
                 continue
             held = self._open.setdefault(part.trace_id, _Open(last_seen=part.held.last_seen))
             held.previewed = held.previewed or part.held.previewed
             before = len(held.spans)
             held.spans = {**part.held.spans, **held.spans}
             held.has_root = held.has_root or part.held.has_root
+            held.logs = {**part.held.logs, **held.logs}
             self._buffered += len(held.spans) - before
         return new
 

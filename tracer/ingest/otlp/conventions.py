@@ -29,11 +29,12 @@ from ...records import conventions as c
 from ...records.spans import PlainSpan, rows_for_spans, ts
 from ...records.requests import RequestLog
 from ...records.text import to_json
-from .frameworks import is_envelope, is_graph_node
+from .frameworks import agent_called, is_envelope, is_graph_node
 from .messages import Exchange, exchange_of, fill_outputs
+from .code_actions import final_of
 from .steps import evidence_of, tool_rows
 from .attributes import (  # the span readers, shared within this package
-    AGENT, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
 )
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
@@ -109,12 +110,15 @@ class _Run:
     calls: list[PlainSpan] = field(default_factory=list)
     parent_run_id: str | None = None
     members: list[PlainSpan] = field(default_factory=list)  # every span of the run (for error evidence)
+    subruns: list[PlainSpan] = field(default_factory=list)  # child runs it started outside a tool span
+    step_spans: dict[str, PlainSpan] = field(default_factory=dict)  # model span id -> the step span around it
 
 
 def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
     """Runs by run span id, and the id of the trace-level run (for spans under no run span), if any."""
     calls = trace.calls_by_run()
-    keys = [sid for sid, role in trace.roles.items() if role == AGENT or (role == WORKFLOW and sid in calls)]
+    keys = [sid for sid, role in trace.roles.items() if role == AGENT or (role == WORKFLOW and (
+        sid in calls or trace.by_id[sid].attributes.get(c.GEN_AI_OPERATION) == INVOKE_WORKFLOW))]
     runs = {sid: _Run(run_id_for(trace_id, sid), trace.by_id[sid], trace.roles[sid], calls.get(sid, []))
             for sid in keys}
     trace_run = None
@@ -128,11 +132,34 @@ def _runs(trace: _Trace, trace_id: str) -> tuple[dict[str, _Run], str | None]:
             runs[key] = _Run(run_id_for(trace_id, key), root, None, calls[""])
         trace_run = runs[key].run_id
     ids = {sid: run.run_id for sid, run in runs.items()}
+    by_run_id = {run.run_id: run for run in runs.values()}
     for run in runs.values():
         if run.span is not None:
             parent = trace.run_of(run.span.parent_span_id, ids, None)
             run.parent_run_id = parent if parent != run.run_id else None
+            if run.parent_run_id in by_run_id and not _in_a_call(trace, run.span):
+                by_run_id[run.parent_run_id].subruns.append(run.span)  # started from code (code_actions.py)
+        for call in run.calls:
+            around = trace.by_id.get(call.parent_span_id or "")
+            if around is not None and trace.roles.get(around.span_id) == WORKFLOW and around is not run.span:
+                run.step_spans[call.span_id] = around
     return runs, trace_run
+
+
+def _in_a_call(trace: _Trace, span: PlainSpan) -> bool:
+    """Whether a run's span sits in a model or tool call of its parent run (a tool that runs an agent is
+    that call), rather than directly in the parent's steps."""
+    parent = span.parent_span_id
+    for _ in range(len(trace.by_id)):  # bounded: parent ids may form a cycle
+        if parent is None or parent not in trace.by_id:
+            return False
+        role = trace.roles.get(parent)
+        if role in (MODEL, TOOL):
+            return True
+        if role == AGENT:
+            return False
+        parent = trace.by_id[parent].parent_span_id
+    return False
 
 
 _SAME_REQUEST_NS = 50_000_000  # two spans of one request start this close (instrumentor and SDK)
@@ -182,13 +209,15 @@ def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
     final: tuple[bool, Any] = (False, None)
     if from_messages:
         tool_rows_, final = tool_rows(run.run_id, models, exchanges, tools, evidence_of(run.members or run.calls),
-                                      moved)
+                                      moved, run.subruns, run.step_spans)
     else:
         counts: dict[int, int] = {}
         for t in tools:
             step = bisect.bisect_right(starts, t.start_ns or 0) + lead
             counts[step] = counts.get(step, -1) + 1
             tool_rows_.append(_tool_call(t, run.run_id, step, counts[step], moved.setdefault(t.span_id, set())))
+            done, value = final_of(tool_rows_[-1], t)
+            final = (True, value) if done else final
     for row in tool_rows_:
         s = steps.setdefault(row["step"], _step_row(run.run_id, row["step"], row["started_at"], None, None))
         if row["ended_at"] is not None and (s["ended_at"] is None or row["ended_at"] > s["ended_at"]):
@@ -219,7 +248,8 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     s = run.span
     a: Mapping[str, Any] = s.attributes if s is not None else {}
     service = next((x.resource.get("service.name") for x in spans if x.resource.get("service.name")), None)
-    named = s.name if s is not None and run.role is not None else None  # an agent's span is named for it
+    # An agent's span is named for it (smolagents: "file_agent.run", the agent its manager calls "file_agent").
+    named = agent_called(s.name, {}, ()) if s is not None and run.role is not None else None
     ended = s is not None and s.end_ns is not None
     failed = ended and s is not None and s.status_code == "ERROR"
     starts = [x.start_ns for x in run.calls if x.start_ns]

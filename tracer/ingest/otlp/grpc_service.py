@@ -1,4 +1,4 @@
-"""OTLP/gRPC beside OTLP/HTTP: the collector ``TraceService`` on grpcio, feeding the same receiver.
+"""OTLP/gRPC beside OTLP/HTTP: the collector ``TraceService`` and ``LogsService`` on grpcio, feeding the same receiver.
 
 Many OpenTelemetry SDKs default to gRPC on port 4317, and the Collector's ``loadbalancing`` exporter
 sends nothing else. The service is the stub that ``opentelemetry-proto`` ships; a request is decoded
@@ -19,6 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -27,6 +32,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ...records.spans import PlainSpan
 from . import protocol as otlp
+from .events import PlainLog
+from .logs_protocol import logs_of
 
 __all__ = ["GrpcEndpoint", "PortTaken", "RETRY_AFTER_SECONDS"]
 
@@ -80,16 +87,45 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return ExportTraceServiceResponse()
 
 
+class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+    """The same answers as ``_TraceService``, for log records (``OtlpReceiver.ingest_logs``)."""
+
+    def __init__(self, ingest: Callable[[Sequence[PlainLog]], bool], refused: Callable[[], None],
+                 last_error: Callable[[], str | None]) -> None:
+        self._ingest, self._refused, self._last_error = ingest, refused, last_error
+
+    def Export(self, request: ExportLogsServiceRequest,  # noqa: N802 - the proto's name
+               context: grpc.ServicerContext) -> ExportLogsServiceResponse:
+        try:
+            accepted = self._ingest(logs_of(request))
+        except otlp.IngestError as exc:
+            self._refused()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
+            log.exception("looptrace collect: gRPC logs request failed")
+            self._refused()
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        if not accepted:
+            self._refused()
+            context.set_trailing_metadata((("google.rpc.retryinfo-bin", _RETRY_INFO),))
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"could not keep the log records: {self._last_error()}")
+        return ExportLogsServiceResponse()
+
+
 class GrpcEndpoint:
     """A grpcio server on ``host:port`` (0 picks a free port) serving OTLP's trace service."""
 
     def __init__(self, ingest: Callable[[Sequence[PlainSpan]], bool], refused: Callable[[], None],
-                 last_error: Callable[[], str | None], *, host: str, port: int, max_body: int) -> None:
+                 last_error: Callable[[], str | None], *, host: str, port: int, max_body: int,
+                 ingest_logs: Callable[[Sequence[PlainLog]], bool] | None = None) -> None:
         self._server = grpc.server(ThreadPoolExecutor(WORKERS, thread_name_prefix="looptrace-otlp-grpc"),
                                    options=[("grpc.max_receive_message_length", max_body),
                                             ("grpc.so_reuseport", 0)])
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
             _TraceService(ingest, refused, last_error), self._server)
+        if ingest_logs is not None:
+            logs_service_pb2_grpc.add_LogsServiceServicer_to_server(
+                _LogsService(ingest_logs, refused, last_error), self._server)
         target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         _free_or_raise(host, port, target)
         try:

@@ -1,4 +1,4 @@
-"""The OTLP/HTTP side of the receiver: ``POST /v1/traces``, framing, limits and answers.
+"""The OTLP/HTTP side of the receiver: ``POST /v1/traces`` and ``/v1/logs``, framing, limits and answers.
 
 Split from ``receiver.py`` so the receiver is the buffer, the journal and the writes, and this is only
 HTTP: a request is read whole (whatever the answer, so a kept-alive connection stays usable), decoded
@@ -15,8 +15,9 @@ from http import HTTPStatus
 
 from ...loopback import TrackedHandler
 from . import protocol as otlp
+from .logs_protocol import LOGS_PATH, decode_logs, logs_response_body
 
-__all__ = ["OtlpHttpHandler", "TRACES_PATH", "BODY_TIMEOUT"]
+__all__ = ["OtlpHttpHandler", "TRACES_PATH", "LOGS_PATH", "BODY_TIMEOUT"]
 
 log = logging.getLogger("looptrace.ingest")
 
@@ -59,11 +60,16 @@ class OtlpHttpHandler(TrackedHandler):
             # Read first, whatever the answer: an unread body would be parsed as the next request on a
             # kept-alive connection, which is how OTLP exporters send.
             body = self._body(owner.max_body, required=True)
-            if self.path.partition("?")[0] != TRACES_PATH:
-                raise _NotFound(f"no such endpoint: POST {self.path}; OTLP traces go to POST {TRACES_PATH}")
+            path = self.path.partition("?")[0]
+            if path not in _PATHS:
+                raise _NotFound(f"no such endpoint: POST {self.path}; {_WHERE}")
             encoding = self.headers.get("content-encoding")
-            _, spans = otlp.decode(body, self.headers.get("content-type"), encoding, owner.max_body)
-            accepted = owner.ingest(spans)
+            if path == LOGS_PATH:
+                _, logs = decode_logs(body, self.headers.get("content-type"), encoding, owner.max_body)
+                accepted = owner.ingest_logs(logs)
+            else:
+                _, spans = otlp.decode(body, self.headers.get("content-type"), encoding, owner.max_body)
+                accepted = owner.ingest(spans)
         except otlp.IngestError as exc:
             owner._rejected()
             self._send(exc.status, otlp.response_body(media, exc.status, str(exc)), media)
@@ -75,7 +81,8 @@ class OtlpHttpHandler(TrackedHandler):
             self._send(500, otlp.response_body(media, 500, message), media)
             return
         if accepted:
-            self._send(200, otlp.response_body(media), media)
+            ok = logs_response_body(media) if path == LOGS_PATH else otlp.response_body(media)
+            self._send(200, ok, media)
         else:
             owner._rejected()
             message = f"could not write to the store: {owner.stats.last_error}"
@@ -89,8 +96,8 @@ class OtlpHttpHandler(TrackedHandler):
         except otlp.IngestError:
             self.close_connection = True
         path = self.path.partition("?")[0]
-        status, message = (405, f"{self.command} not allowed: use POST") if path == TRACES_PATH else \
-            (404, f"no such endpoint: {self.command} {path}; OTLP traces go to POST {TRACES_PATH}")
+        status, message = (405, f"{self.command} not allowed: use POST") if path in _PATHS else \
+            (404, f"no such endpoint: {self.command} {path}; {_WHERE}")
         media = self._reply_media()
         self._send(status, otlp.response_body(media, status, message), media,
                    {"allow": "POST"} if status == 405 else None)
@@ -184,6 +191,10 @@ class OtlpHttpHandler(TrackedHandler):
         lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", *(f"{k}: {v}" for k, v in headers.items())]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self.wfile.write(head if self.command == "HEAD" else head + body)
+
+
+_PATHS = (TRACES_PATH, LOGS_PATH)
+_WHERE = f"OTLP traces go to POST {TRACES_PATH}, logs to POST {LOGS_PATH}"
 
 
 class _NotFound(otlp.IngestError):

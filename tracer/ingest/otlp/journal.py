@@ -34,6 +34,8 @@ from ...records.text import to_json
 from ...store import Store, StoreError
 from ...store.store import is_lock_error
 from ...store.tables import LIVE_TABLES
+from .events import PlainLog
+from .log_journal import PRUNE_LOGS_SQL, read_open_logs
 
 __all__ = ["JOURNAL", "REMEMBER", "GroupCommit", "Overloaded", "Recovered", "journal_rows", "spans_of_rows", "recover",
            "open_traces", "prune"]
@@ -140,6 +142,8 @@ class Recovered:
     spans: list[PlainSpan] = field(default_factory=list)
     written: list[tuple[str, str, str | None]] = field(default_factory=list)
     last_received: dict[str, datetime] = field(default_factory=dict)
+    logs: list[PlainLog] = field(default_factory=list)  # open log records (log_journal.py)
+    written_logs: list[str] = field(default_factory=list)
 
     def ages(self, now: datetime) -> dict[str, float]:
         """Seconds since each open trace last received a span, as of ``now`` (never negative)."""
@@ -156,7 +160,10 @@ def recover(db: str, *, remember: timedelta = REMEMBER, limit: int = 1_000_000) 
         spans = spans_of_rows(conn.execute(OPEN_SPANS_SQL).fetchall())
         written = [(t, s, r) for t, s, r in conn.execute(WRITTEN_SPANS_SQL, [since, limit]).fetchall()]
         last = {t: at for t, at in conn.execute(OPEN_TRACES_SQL).fetchall()} if spans else {}
-    return Recovered(spans, written, last)
+        logs, log_last, written_logs = read_open_logs(conn, since, limit)
+    for trace_id, at in log_last.items():
+        last[trace_id] = max(at, last.get(trace_id, at))
+    return Recovered(spans, written, last, logs, written_logs)
 
 
 def open_traces(db: str) -> set[str]:
@@ -188,6 +195,7 @@ def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int 
     try:
         with store.writer(wait=wait) as conn:
             row = conn.execute(PRUNE_SQL, [before]).fetchone()
+            conn.execute(PRUNE_LOGS_SQL, [before])
             cutoff = time.time_ns() - int(remember.total_seconds() * 1e9)
             for sql in PRUNE_PREVIEWS_SQL:
                 conn.execute(sql, [cutoff] if "?" in sql else [])
@@ -201,7 +209,7 @@ def prune(db: str, *, remember: timedelta = REMEMBER, wait: float = 0.0) -> int 
 class _Ticket:
     __slots__ = ("spans", "done", "error")
 
-    def __init__(self, spans: Sequence[PlainSpan]) -> None:
+    def __init__(self, spans: Sequence[Any]) -> None:
         self.spans = spans
         self.done = False
         self.error: BaseException | None = None
@@ -212,7 +220,7 @@ class GroupCommit:
     waited alongside it, as one call of ``write``. ``commit`` returns once its spans are written, or
     raises what the write raised (or ``Overloaded`` without waiting). Thread-safe."""
 
-    def __init__(self, write: Callable[[list[PlainSpan]], object], *, max_queued: int = 200_000) -> None:
+    def __init__(self, write: Callable[[list[Any]], object], *, max_queued: int = 200_000) -> None:
         self._write = write
         self.max_queued = max_queued
         self._cond = threading.Condition()
@@ -221,7 +229,7 @@ class GroupCommit:
         self._writing = False
         self.commits = 0  # writes made: fewer than requests when they were grouped
 
-    def commit(self, spans: Sequence[PlainSpan]) -> None:
+    def commit(self, spans: Sequence[Any]) -> None:
         if not spans:
             return
         ticket = _Ticket(spans)

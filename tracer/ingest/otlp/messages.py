@@ -17,7 +17,9 @@ from typing import Any
 
 from ...records.text import to_json
 from .frameworks import declared_in
-from .attributes import _INPUT_PREFIXES, _OUTPUT_PREFIXES, _TOOLS_PREFIXES, _loads, _messages, _nested, _raw_io
+from .attributes import (
+    _INPUT_PREFIXES, _TOOLS_PREFIXES, _loads, _messages, _nested, _output_messages, _raw_io,
+)
 
 __all__ = ["ToolCall", "Exchange", "exchange_of", "fill_outputs", "tool_calls_in", "tool_results_in", "declared_names"]
 
@@ -45,7 +47,7 @@ class Exchange:
 
 def exchange_of(a: Mapping[str, Any]) -> Exchange:
     messages, _ = _messages(a, "gen_ai.input.messages", _INPUT_PREFIXES)
-    output, _ = _messages(a, "gen_ai.output.messages", _OUTPUT_PREFIXES)
+    output, _ = _output_messages(a)
     raw_messages, raw_output, raw_tools = _raw_io(a)
     messages = raw_messages if messages is None else messages
     output = raw_output if output is None else output

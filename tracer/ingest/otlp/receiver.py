@@ -35,6 +35,11 @@ through the sink (redacted, then one segment), so the receiver never holds the D
 write that fails for I/O holds the trace again (it is journaled: the answer is still 200) and the
 flusher retries; a value the store refuses costs only its own trace's runs and steps (see ``_write``).
 HTTP is ``http_handler.py``, gRPC ``grpc_service.py``: both hand decoded spans to ``ingest``.
+
+**Log records** (``POST /v1/logs``, the gRPC LogsService) take the same road: decoded whole
+(``logs_protocol.py``), held with their trace (``buffer.py``; they keep it open as its spans do),
+journaled to ``received_logs`` before the answer (``log_journal.py``), taken back after a crash, and
+joined to the trace's spans when it is mapped (``events.py``); every record is kept in ``log_records``.
 """
 
 from __future__ import annotations
@@ -56,7 +61,10 @@ from ...records.spans import PlainSpan
 from ...sink import Redactor, Sink
 from ...store import StoreError
 from ...store.backend import RowWriter, catalog_name
+from .alerts import Alerts
 from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
+from .events import PlainLog
+from .log_journal import LOG_JOURNAL, log_journal_rows
 from .grpc_service import GrpcEndpoint
 from .http_handler import TRACES_PATH, OtlpHttpHandler
 from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, prune, recover
@@ -83,7 +91,8 @@ class OtlpReceiver:
                  max_buffered_spans: int = 500_000, source: str = "otlp", durable: bool = True,
                  redactor: Redactor | None = None, journal: bool = True, max_queued_spans: int = 200_000,
                  prune_every: float | None = 300.0, journal_db: str | os.PathLike[str] | None = None,
-                 writer: RowWriter | None = None, preview_every: float | None = 1.0) -> None:
+                 writer: RowWriter | None = None, preview_every: float | None = 1.0,
+                 alerts: Alerts | None = None) -> None:
         self.db = os.fspath(db)
         # Where the journal lives: the store itself, or a local DuckDB file when ``db`` cannot hold it
         # (an Iceberg catalog: ``writer`` then writes traces there and closes them in that file).
@@ -100,12 +109,14 @@ class OtlpReceiver:
         previews = preview_every is not None and writer is None and catalog_name(self.db) is None
         self._previews = Sink(self.db, redactor=self._sink.redactor, durable=False) if previews else None
         self._preview_every = preview_every or 0.0
+        self.alerts = alerts if previews else None  # the rules on runs still going, read from the previews
         self._preview_due = 0.0
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans, previews=previews)
         self.previews_written = 0  # trace previews written (one per open trace that changed, per round)
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
+        self._log_journal = GroupCommit(self._log_journal_write, max_queued=max_queued_spans) if journal else None
         self._max_buffered = max_buffered_spans
         # Spans of written traces leave the journal (past its memory window) at start and this often.
         self._prune_every = prune_every if journal else None
@@ -167,14 +178,17 @@ class OtlpReceiver:
                 left = Recovered()
             with self._lock:
                 ages = left.ages(datetime.now(timezone.utc).replace(tzinfo=None))
-                self._buffer.restore(left.spans, left.written, time.monotonic(), ages)
-            if left.spans:
-                log.warning("looptrace collect: %d spans of %d open traces taken back from the journal",
-                            len(left.spans), len({s.trace_id for s in left.spans}))
+                self._buffer.restore(left.spans, left.written, time.monotonic(), ages, left.logs,
+                                     left.written_logs)
+            if left.spans or left.logs:
+                log.warning("looptrace collect: %d spans and %d log records of %d open traces taken back "
+                            "from the journal", len(left.spans), len(left.logs),
+                            len({s.trace_id for s in left.spans} | {r.trace_id for r in left.logs}))
             self._prune()
         if self._grpc_port is not None:
             self._grpc = GrpcEndpoint(self.ingest, self._rejected, lambda: self.stats.last_error,
-                                      host=self._address[0], port=self._grpc_port, max_body=self.max_body)
+                                      host=self._address[0], port=self._grpc_port, max_body=self.max_body,
+                                      ingest_logs=self.ingest_logs)
         flusher = threading.Thread(target=self._flush_loop, name="looptrace-otlp-flusher", daemon=True)
         self._threads = [flusher]
         if self._address[1] is not None:
@@ -301,6 +315,24 @@ class OtlpReceiver:
     def _journal_write(self, spans: list[PlainSpan]) -> None:
         self._journal_sink.write({JOURNAL: journal_rows(spans, datetime.now(timezone.utc).replace(tzinfo=None))})
 
+    def _log_journal_write(self, logs: list[PlainLog]) -> None:
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        self._journal_sink.write({LOG_JOURNAL: log_journal_rows(logs, now)})
+
+    def ingest_logs(self, logs: Sequence[PlainLog]) -> bool:
+        """Hold a decoded logs request with its traces (``ingest``'s rules): True once every record is
+        durable (journaled, or written: a record of no trace, or of a written one, is written at once)."""
+        with self._lock:
+            self.stats.requests += 1
+            if self._closed:
+                self.stats.last_error = "the receiver is shutting down"
+                return False
+            now = time.monotonic()
+            traces = self._buffer.add_logs(logs, now)
+            written = True if self._batched else self._write(self._buffer.take(now, only=traces))
+            held = self._buffer.held_logs(logs) if self._log_journal is not None else []
+        return self._journaled(self._log_journal, held, written, "log records")
+
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
         """Buffer a decoded request, write what is due, and journal what is still only in memory. True
         once every span is durable (in its written trace, or in the journal); False when they could
@@ -319,11 +351,15 @@ class OtlpReceiver:
             # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
             # durable by the trace write itself: only what is still held needs the journal.
             held = self._buffer.held(spans) if self._journal is not None else []
+        return self._journaled(self._journal, held, written, "spans")
+
+    def _journaled(self, journal: GroupCommit | None, held: Sequence[Any], written: bool, what: str) -> bool:
+        """Journal what a request left only in memory (spans or log records); True once it is durable."""
         if not held:
             return written
-        assert self._journal is not None
+        assert journal is not None
         try:
-            self._journal.commit(held)
+            journal.commit(held)
         except (OSError, Overloaded) as exc:
             with self._lock:
                 self._buffer.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -331,8 +367,8 @@ class OtlpReceiver:
                     self._buffer.stats.write_errors += 1
             return False
         except Exception as exc:  # noqa: BLE001 - a value the journal refuses: held as before it existed
-            log.warning("looptrace collect: could not journal %d spans (%s: %s); they are kept once "
-                        "their trace is written", len(held), type(exc).__name__, exc)
+            log.warning("looptrace collect: could not journal %d %s (%s: %s); they are kept once "
+                        "their trace is written", len(held), what, type(exc).__name__, exc)
             return written
         return True
 
@@ -366,7 +402,11 @@ class OtlpReceiver:
                 revision = time.time_ns()  # taken under the lock: a later final write outranks it (live.py)
                 traces = self._buffer.previews()
             if traces:
-                rows = merge(preview_rows(tid, self._buffer.rows_of(spans), revision) for tid, spans in traces)
+                mapped_rows = [(tid, self._buffer.rows_of(spans)) for tid, spans in traces]
+                if self.alerts is not None:
+                    for _, trace_rows in mapped_rows:
+                        self.alerts.check(trace_rows)  # queues hooks; never raises, never runs one here
+                rows = merge(preview_rows(tid, trace_rows, revision) for tid, trace_rows in mapped_rows)
                 mapped = time.monotonic()
                 self._previews.write(rows)
                 self.previews_written += len(traces)

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from ...lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .catalog import CatalogError, CatalogStore, load_catalog
+    from .catalog import CatalogStore, load_catalog
+    from .errors import CatalogError, CatalogUnavailable
     from .layout import NAMESPACE, PARTITION_BUCKETS
 
-__all__ = ["CatalogStore", "CatalogError", "load_catalog", "NAMESPACE", "PARTITION_BUCKETS"]
+__all__ = ["CatalogStore", "CatalogError", "CatalogUnavailable", "load_catalog", "NAMESPACE", "PARTITION_BUCKETS"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    **dict.fromkeys(("CatalogStore", "CatalogError", "load_catalog"), ".catalog"),
+    **dict.fromkeys(("CatalogStore", "load_catalog"), ".catalog"),
+    **dict.fromkeys(("CatalogError", "CatalogUnavailable"), ".errors"),
     **dict.fromkeys(("NAMESPACE", "PARTITION_BUCKETS"), ".layout"),
 })

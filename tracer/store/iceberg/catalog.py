@@ -19,18 +19,15 @@ process or a Ray task reopens the catalog itself.
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ..errors import StoreError
 from ..segments import TableData, arrow_schema, to_arrow
+from .errors import CatalogError, CatalogUnavailable, created_meanwhile, retrying, transient
 from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
 from .session import local_path, open_session
 
@@ -45,19 +42,13 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-__all__ = ["CatalogStore", "CatalogError", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES", "as_store_arrow",
-           "retrying", "planning_order"]
+__all__ = ["CatalogStore", "CatalogError", "CatalogUnavailable", "load_catalog", "EXTRA_HINT", "COMMIT_RETRIES",
+           "as_store_arrow", "retrying", "planning_order"]
 
 EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
 _PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
                "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
-_T = TypeVar("_T")
-log = logging.getLogger(__name__)
-
-
-class CatalogError(StoreError):
-    """A catalog that cannot be loaded, read or written, with what to do about it."""
 
 
 def load_catalog(name: str) -> Catalog:
@@ -71,7 +62,13 @@ def load_catalog(name: str) -> Catalog:
 
         # pyiceberg reads .pyiceberg.yaml and the environment once, at import; read them now, so a
         # long-lived process (a test run, a notebook) sees the configuration as it is when it opens.
-        return _load(name, **(Config().get_catalog_config(name) or {}))
+        config = Config().get_catalog_config(name) or {}
+        # Several writers opening a new PostgreSQL catalog at once race to create pyiceberg's own
+        # tables there (a duplicate-key error for the loser): the tables exist then, so open again.
+        return retrying(lambda: _load(name, **config), f"opening catalog {name!r}",
+                        deadline=10.0, also=created_meanwhile)
+    except CatalogUnavailable as exc:
+        raise CatalogUnavailable(f"catalog {name!r} cannot be loaded: {exc}") from exc.__cause__
     except ImportError as exc:
         raise CatalogError(f"catalog {name!r} needs a package pyiceberg could not import ({exc}): {EXTRA_HINT}") from None
     except Exception as exc:  # noqa: BLE001 - pyiceberg raises ValueError, NotInstalledError, ...: one message
@@ -79,32 +76,6 @@ def load_catalog(name: str) -> Catalog:
             f"catalog {name!r} cannot be loaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
             f"configure it in .pyiceberg.yaml or with PYICEBERG_CATALOG__{name.upper()}__URI and __WAREHOUSE"
         ) from exc
-
-
-def _transient(exc: BaseException) -> bool:
-    """A commit that lost a race pyiceberg gave up on, or SQLite busy with another writer."""
-    if isinstance(exc, StoreError):
-        return False
-    from pyiceberg.exceptions import CommitFailedException
-
-    if isinstance(exc, CommitFailedException):
-        return True
-    text = str(exc).lower()
-    return "database is locked" in text or "database table is locked" in text
-
-
-def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0) -> _T:
-    stop = time.monotonic() + deadline
-    delay = 0.02
-    while True:
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - only transient ones are retried, the rest re-raised
-            if not _transient(exc) or time.monotonic() >= stop:
-                raise
-            log.debug("looptrace: %s raced another writer (%s); retrying", what, exc)
-        time.sleep(delay * (1 + random.random()))
-        delay = min(delay * 2, 1.0)
 
 
 def as_store_arrow(table: str, rows: TableData | pa.Table) -> pa.Table:
@@ -194,13 +165,14 @@ class CatalogStore:
 
     # -- writing (the sink's RowWriter) ----------------------------------------------------------
 
-    def write(self, rows: Mapping[str, TableData | pa.Table]) -> str | None:
-        """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty."""
+    def write(self, rows: Mapping[str, TableData | pa.Table], tables: Mapping[str, Table] | None = None) -> str | None:
+        """Append one batch, table by table, ``run_records`` last; the last snapshot id, or None if empty.
+        ``tables``: what ``create_tables`` returned, when the caller has it already."""
         data = {t: as_store_arrow(t, r) for t, r in rows.items() if t in CATALOG_TABLES}
         data = {t: d for t, d in data.items() if d.num_rows}
         if not data:
             return None
-        tables = self.create_tables()
+        tables = tables or self.create_tables()
         snapshot = None
         for table in sorted(data, key=lambda t: t == "run_records"):
             snapshot = self._append(tables[table], data[table])
@@ -216,13 +188,14 @@ class CatalogStore:
             try:
                 return attempt()
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 
-        return retrying(refresh_and_attempt, f"appending to {tbl.name()}")
+        return retrying(refresh_and_attempt, f"appending to {'.'.join(tbl.name())}", idempotent=False)
 
-    def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = ()) -> None:
+    def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = (),
+                    tables: Mapping[str, Table] | None = None) -> None:
         """Remove every row of these runs (and the spans of these traces), ``run_records`` first, so a
         run leaves the readers' sight before its other rows go: what a writer does before writing a
         batch again that may have been written, whole or in part, by one that crashed."""
@@ -231,7 +204,7 @@ class CatalogStore:
         ids, traces = sorted(set(run_ids)), sorted(set(trace_ids))
         if not ids and not traces:
             return
-        tables = self.create_tables()
+        tables = tables or self.create_tables()
         for table in planning_order(CATALOG_TABLES):
             if table == "spans" and traces:
                 where = Or(In("run_id", ids), In("trace_id", traces)) if ids else In("trace_id", traces)
@@ -244,13 +217,13 @@ class CatalogStore:
     def _delete(self, tbl: Table, where: Any) -> None:
         def attempt() -> None:
             try:
-                tbl.delete(delete_filter=where)
+                tbl.delete(delete_filter=where)  # rows not there warn: filtered at import, above
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 
-        retrying(attempt, f"deleting from {tbl.name()}")
+        retrying(attempt, f"deleting from {'.'.join(tbl.name())}")
 
     def orphan_runs(self) -> set[str]:
         """Run ids with rows in some table but none in ``run_records``: a batch a writer did not finish
@@ -276,7 +249,7 @@ class CatalogStore:
             try:
                 tbl.overwrite(data, overwrite_filter=In("run_id", ids))
             except Exception as exc:
-                if _transient(exc):
+                if transient(exc):
                     tbl.refresh()
                 raise
 

@@ -11,7 +11,8 @@ so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, defau
    which is all the journal's queries read (the rows themselves live in the catalog).
 
 A kill between 1 and 2, or in the middle of 1, leaves spans open that the catalog holds, whole or
-in part. The next receiver on that journal takes them back and writes their traces again; this
+in part; so does a write that failed in the middle of 1 (the catalog's database restarting, the
+warehouse full), which the receiver retries: its traces are treated as taken back too. The next receiver on that journal takes them back and writes their traces again; this
 writer, told which traces were open at start (``retaken``: the journal's, read by the caller, since
 the store layer does not read the receiver's journal), first removes whatever the catalog has of those traces (``delete_runs``: their runs and
 their spans), so every run ends up in the catalog once. Run ids are derived from the trace, so the
@@ -21,7 +22,7 @@ second write names the same runs as the first.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,13 +53,18 @@ class JournaledCatalogWriter:
     """The sink's ``RowWriter`` for a catalog receiver whose journal is the DuckDB file ``journal``."""
 
     def __init__(self, catalog: CatalogStore, journal: str | os.PathLike[str], *, retaken: Iterable[str] = (),
-                 durable: bool = True) -> None:
+                 still_open: Callable[[], set[str]] | None = None, durable: bool = True) -> None:
         self.catalog = catalog
         self.journal = os.fspath(journal)
         Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
         self._local = SegmentWriter(self.journal, durable=durable)
         # Traces a killed receiver left open: the catalog may hold some of their rows already.
         self._retaken = set(retaken)
+        # The traces the journal holds open now (the caller's reader of it): after a failed write,
+        # those of the batch are written again over what landed. Traces the receiver writes as they
+        # arrive (looptrace's own spans) are not journaled, and are not removed: a run of theirs is
+        # written over many batches, and removing it would remove the earlier ones.
+        self._still_open = still_open
         self.rewritten = 0  # traces written again after a crash (their earlier rows removed first)
 
     def write(self, rows: Mapping[str, Any]) -> str | None:
@@ -68,9 +74,18 @@ class JournaledCatalogWriter:
         data = {t: as_store_arrow(t, r) for t, r in rows.items() if t not in _LOCAL}
         spans = data.get("spans")
         again = self._retaken.intersection(spans.column("trace_id").to_pylist()) if spans is not None else set()
-        if again:
-            self.catalog.delete_runs(sorted(_runs_of(data, again)), sorted(again))
-        snapshot = self.catalog.write(data)
+        # A failure here has written nothing: only one past it may leave rows to write over.
+        tables = self.catalog.create_tables() if any(d.num_rows for d in data.values()) else None
+        try:
+            if again:
+                self.catalog.delete_runs(sorted(_runs_of(data, again)), sorted(again), tables)
+            snapshot = self.catalog.write(data, tables)
+        except Exception:
+            # Some tables of the batch may be committed (or a commit whose answer was lost): the
+            # receiver holds these traces and writes them again, over whatever landed, as after a kill.
+            if spans is not None and self._still_open is not None:
+                self._retaken.update(self._still_open().intersection(spans.column("trace_id").to_pylist()))
+            raise
         if spans is not None and spans.num_rows:
             self._local.write({"spans": {c: spans.column(c).to_pylist() for c in _CLOSING}})
         if local:

@@ -33,7 +33,7 @@ PARTITION_FIELD = "run_bucket"
 # The store's record tables. writer_stats is a DuckDB-store process counter, received_spans the
 # receiver's journal of open traces (keyed by trace, no run to partition by) and the live tables its
 # previews of them (rewritten every second: not what an Iceberg table is for): a catalog has none.
-_NOT_IN_A_CATALOG = frozenset({"writer_stats", "received_spans", "live_traces", *LIVE_TABLES.values()})
+_NOT_IN_A_CATALOG = frozenset({"writer_stats", "received_spans", "received_logs", "live_traces", *LIVE_TABLES.values()})
 CATALOG_TABLES: tuple[str, ...] = tuple(t for t in RECORD_TABLES if t not in _NOT_IN_A_CATALOG)
 
 

@@ -1,0 +1,165 @@
+"""A scripted Gemini API (``generateContent``, ``streamGenerateContent?alt=sse``) on 127.0.0.1.
+
+For Google's Gemini CLI, which takes ``GOOGLE_GEMINI_BASE_URL`` (loopback allowed over http) with an
+API key of any value. The script is the same ``Reply`` as the Responses server's: reasoning becomes a
+``thought`` part, tool calls ``functionCall`` parts, content a text part, a status other than 200 an
+error body.
+
+The CLI also makes calls of its own that are not the agent's turn: routing a request to a model, and
+checks that answer in JSON under a schema (``generationConfig.responseJsonSchema``). Those are
+answered here, from the schema (the first enum value, 10 for numbers, false, empty lists), and never
+reach the script: the script plays the agent's model only. ``requests`` logs every body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from types import TracebackType
+from typing import Any, Self
+
+from looptrace.tracer.loopback import LoopbackServer, TrackedHandler
+
+from .responses_server import Reply, ResponsesHandler
+
+__all__ = ["GeminiServer", "declared_functions", "schema_value"]
+
+
+def _tokens(value: Any) -> int:
+    return len(json.dumps(value)) // 4 + 1
+
+
+def declared_functions(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The function declarations of a request, by name."""
+    return {f["name"]: f for t in request.get("tools") or [] if isinstance(t, dict)
+            for f in t.get("functionDeclarations") or [] if isinstance(f, dict) and isinstance(f.get("name"), str)}
+
+
+def schema_value(schema: dict[str, Any]) -> Any:
+    """A value that satisfies ``schema`` (Gemini's OpenAPI subset): what the CLI's side calls get."""
+    kind = str(schema.get("type", "")).upper()
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if kind == "OBJECT":
+        return {k: schema_value(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind in ("INTEGER", "NUMBER"):
+        return 10
+    if kind == "BOOLEAN":
+        return False
+    if kind == "ARRAY":
+        return []
+    return "scripted"
+
+
+def _parts(reply: Reply) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        parts.append({"text": reply.reasoning, "thought": True})
+    for call in reply.tool_calls:
+        args = json.loads(call["arguments"]) if isinstance(call["arguments"], str) else call["arguments"]
+        parts.append({"functionCall": {"name": call["name"], "args": args}})
+    if reply.content is not None:
+        parts.append({"text": reply.content})
+    return parts
+
+
+class GeminiServer:
+    """Serve ``handler`` as the Gemini API's ``models/*:generateContent`` and ``:streamGenerateContent``."""
+
+    def __init__(self, handler: ResponsesHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._handler = handler
+        self._address = (host, port)
+        self._lock = threading.Lock()
+        self._http: LoopbackServer | None = None
+        self._thread: threading.Thread | None = None
+        self._last: dict[str, list[Any]] = {}  # model -> the contents last sent to it (the prefix cache)
+        self.requests: list[Any] = []
+
+    @property
+    def base_url(self) -> str:
+        """What ``GOOGLE_GEMINI_BASE_URL`` takes (the client appends ``/v1beta/models/...``)."""
+        if self._http is None:
+            raise RuntimeError("GeminiServer is not running; call start() first")
+        return f"http://{self._address[0]}:{self._http.server_port}"
+
+    def start(self) -> Self:
+        self._http = LoopbackServer(self._address, _Handler, owner=self)
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="looptrace-gemini-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def answer(self, model: str, body: Any) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests.append(body)
+            if not isinstance(body, dict):
+                return 400, {"error": {"code": 400, "message": "request body must be a JSON object"}}
+            config = body.get("generationConfig") or {}
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            if schema:  # the CLI's own side call (routing, checks): not the agent's turn
+                parts = [{"text": json.dumps(schema_value(schema))}]
+            else:
+                try:
+                    reply = self._handler(body)
+                except Exception as err:  # noqa: BLE001 - reported in the 500 body, where a failing test looks
+                    return 500, {"error": {"code": 500, "message": f"script handler raised {err!r}"}}
+                if reply.status != 200:
+                    status = "INTERNAL" if reply.status >= 500 else "INVALID_ARGUMENT"
+                    return reply.status, {"error": {"code": reply.status, "message": reply.error, "status": status}}
+                parts = _parts(reply)
+            contents = body.get("contents") if isinstance(body.get("contents"), list) else []
+            before = self._last.get(model)
+            self._last[model] = contents
+            cached = _tokens(before) if before and contents[:len(before)] == before else 0
+        thoughts = sum(_tokens(p["text"]) for p in parts if p.get("thought"))
+        prompt, output = _tokens(contents), _tokens(parts)
+        return 200, {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": prompt, "cachedContentTokenCount": cached,
+                              "candidatesTokenCount": output, "thoughtsTokenCount": thoughts,
+                              "totalTokenCount": prompt + output + thoughts},
+            "modelVersion": model, "responseId": f"scripted-{len(self.requests)}",
+        }
+
+
+class _Handler(TrackedHandler):
+
+    def _send(self, status: int, content_type: str, data: bytes) -> None:
+        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
+                f"content-length: {len(data)}\r\n\r\n").encode()
+        self.wfile.write(head + data)
+
+    def do_GET(self) -> None:
+        self._send(404, "application/json", json.dumps({"error": {"code": 404, "message": self.path}}).encode())
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = None
+        path, _, query = self.path.partition("?")
+        model, _, method = path.rpartition("/")[2].partition(":")
+        if method == "countTokens":
+            self._send(200, "application/json", json.dumps({"totalTokens": _tokens(body)}).encode())
+            return
+        if method not in ("generateContent", "streamGenerateContent"):
+            self._send(404, "application/json", json.dumps({"error": {"code": 404, "message": self.path}}).encode())
+            return
+        status, payload = self.server.owner.answer(model, body)
+        if status == 200 and method == "streamGenerateContent" and "alt=sse" in query:
+            self._send(200, "text/event-stream", f"data: {json.dumps(payload)}\n\n".encode())
+        else:
+            self._send(status, "application/json", json.dumps(payload).encode())

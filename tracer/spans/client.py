@@ -1,0 +1,402 @@
+"""The recording core that every client instrumentor shares (Anthropic, OpenAI): only patching differs.
+
+A client instrumentor wraps a model client's request methods with a ``chat {model}`` span that records
+what replay needs and the SDKs' own spans lack: the whole request (stored as a delta against the
+previous call) and the whole response. What differs between clients is how their requests and
+responses are shaped, so each client is a ``Dialect`` (pure functions over plain data) plus the list of
+methods to patch; everything else is here, once: grouping calls into runs, pairing tool calls with the
+results the next request carries, streams, the guard.
+
+Inside a looptrace run, calls attach to the current step. Outside one, calls are grouped into implicit
+runs: a request that extends an open run's last request continues it; a response that asks for no tool
+ends it. Instrumenting never changes what the client returns or raises; a ``Guard`` may refuse a request
+(``GuardTripped``, before it is sent) or add a reflection turn to it, as documented in docs/guards.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from opentelemetry import trace
+
+from ..guard import Guard, GuardTripped
+from ..records.conventions import TOOL_NOT_FOUND
+from ..records.digests import ConversationDigest
+from ..records.requests import RequestLog
+from .conversation import extends
+from .manual import LlmCall, Run, Step, current_run, current_step
+from .tracing import Tracing
+
+__all__ = ["Dialect", "ClientInstrumentor", "Accumulator", "RecordingStream", "RecordingAsyncStream", "Done"]
+
+log = logging.getLogger("looptrace.instrumentor")
+
+Done = Callable[[Any, BaseException | None], None]  # called once with (final response | None, error | None)
+
+
+class Dialect(Protocol):
+    """How one client's requests and responses read, as plain data."""
+
+    provider: str  # gen_ai.provider.name
+
+    def request(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The request as recorded and sent: the keyword arguments the agent passed."""
+
+    def messages(self, request: dict[str, Any]) -> list[Any]:
+        """The conversation a request carries (what the next request extends)."""
+
+    def declared(self, request: dict[str, Any]) -> frozenset[str] | None:
+        """The tool names the request declares; None when it declares none."""
+
+    def plain(self, response: Any) -> dict[str, Any]:
+        """The client's response object as JSON-able data."""
+
+    def text(self, response: dict[str, Any]) -> str:
+        """The response's text."""
+
+    def tool_uses(self, response: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        """``(id, tool, arguments)`` of each tool call the response asks for, in order."""
+
+    def results(self, use_ids: list[str], messages: Sequence[Any]) -> list[tuple[str, str, bool]]:
+        """``(id, observation, is_error)`` for each pending call, from the messages a request added."""
+
+    def first_user_text(self, messages: Sequence[Any]) -> str | None:
+        """The task: the first user message's text."""
+
+    def truncated(self, response: dict[str, Any]) -> bool:
+        """The response was cut at its token limit."""
+
+
+@dataclass
+class _Implicit:
+    run: Run
+    hashes: list[str]
+    # Hashes this run's requests incrementally: the run's own RequestLog once the run exists, so the
+    # messages hashed here to find the run are not hashed again when the call is recorded.
+    digest: ConversationDigest | RequestLog
+    step: Step | None = None
+    pending: list[tuple[str, str, Any]] = field(default_factory=list)  # (tool_use_id, name, input), in order
+    pending_since: int = 0
+    declared: frozenset[str] | None = None  # the tools the last request declared; None: it sent none
+    task: str | None = None  # the first user message's text, for agents that rewrite their history
+
+
+class ClientInstrumentor:
+    """Patches ``_patches()`` on ``instrument()``; ``uninstrument()`` restores the client.
+
+    ``guard``: a ``Guard`` enforced on every run the client's calls make or join (a run of the manual
+    API that has its own guard keeps it); a tripped guard raises ``GuardTripped`` from the call."""
+
+    dialect: Dialect
+    default_agent = "client"
+
+    def __init__(self, tracing: Tracing, *, agent: str | None = None, guard: Guard | None = None) -> None:
+        self.tracing = tracing
+        self.agent = agent or self.default_agent
+        self.guard = guard
+        self._originals: dict[tuple[type, str], Any] = {}
+        self._open: list[_Implicit] = []
+        self._lock = threading.Lock()
+
+    # -- patching ---------------------------------------------------------------------------------
+
+    def _patches(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
+        """``(class, method name, wrapper maker)`` for each method to wrap."""
+        raise NotImplementedError
+
+    def instrument(self) -> ClientInstrumentor:
+        if self._originals:
+            return self
+        for cls, name, make in self._patches():
+            original = cls.__dict__[name]
+            self._originals[(cls, name)] = original
+            setattr(cls, name, functools.wraps(original)(make(original)))
+        return self
+
+    def uninstrument(self) -> None:
+        for (cls, name), original in self._originals.items():
+            setattr(cls, name, original)
+        self._originals.clear()
+
+    # -- recording --------------------------------------------------------------------------------
+
+    def _begin(self, request: dict[str, Any]) -> LlmCall | None:
+        """The chat span of a call about to be made; its ``request`` is what to send (a guard may add a
+        reflection turn). Raises only ``GuardTripped``, before anything is sent."""
+        implicit = None
+        try:
+            step, run = current_step(), current_run()
+            if run is not None and self.guard is not None and run.guard is None:
+                run.guarded_by(self.guard)
+            provider = self.dialect.provider
+            if step is not None:
+                return step.llm_call(request, provider=provider)
+            if run is not None:
+                return LlmCall(run, request, provider=provider)
+            implicit = self._implicit_for(request)
+            implicit.step = implicit.run.step()
+            return implicit.step.llm_call(request, provider=provider)
+        except GuardTripped:
+            if implicit is not None:  # the guard stored the run as it ended; the next call starts afresh
+                with self._lock:
+                    if implicit in self._open:
+                        self._open.remove(implicit)
+            raise
+        except Exception:  # noqa: BLE001 - telemetry never breaks the agent
+            log.debug("looptrace: could not start a chat span", exc_info=True)
+            return None
+
+    def _implicit_for(self, request: dict[str, Any]) -> _Implicit:
+        d = self.dialect
+        messages = d.messages(request)
+        with self._lock:
+            found, hashes = self._extended(messages)
+            task = d.first_user_text(messages)
+            if found is None:
+                found = self._rewritten(hashes, task)
+            if found is None:
+                run = self.tracing.run(self.agent, task=task, model=request.get("model"), guard=self.guard)
+                # The run's RequestLog hashes a request's ``messages``; a conversation carried elsewhere
+                # (the Responses API's ``input``) gets a digest of its own, or the log's would be misled.
+                digest = run.requests if "messages" in request else ConversationDigest()
+                found, seen = _Implicit(run, hashes, digest, task=task), 0
+                self._open.append(found)
+            else:
+                seen = next((i for i, (a, b) in enumerate(zip(found.hashes, hashes)) if a != b),
+                            min(len(found.hashes), len(hashes)))
+                found.hashes = hashes
+        # The pending calls' results are in the messages this request adds: reading only those keeps
+        # the agent's thread from walking the whole conversation on every call.
+        if found.step is not None and found.pending:
+            paired = d.results([use_id for use_id, _, _ in found.pending], messages[seen:])
+            for index, ((name, args), (use_id, text, is_error)) in enumerate(
+                zip(((n, a) for _, n, a in found.pending), paired)
+            ):
+                call = found.step.tool_call(name, args, call_id=use_id or None, call_index=index,
+                                            start_time=found.pending_since)
+                # A tool the request did not declare is the model's invention, whatever the loop answered.
+                unknown = found.declared is not None and name not in found.declared
+                error_type = TOOL_NOT_FOUND if unknown else "tool_error" if is_error else None
+                call.result(text, is_error=is_error or unknown, error_type=error_type)
+            found.pending = []
+        found.declared = d.declared(request)
+        return found
+
+    def _extended(self, messages: list[Any]) -> tuple[_Implicit | None, list[str]]:
+        """The open run whose last request ``messages`` extends, and the messages' hashes.
+
+        Each open run's digest first compares its remembered messages (cheap, no hashing), so only
+        the run that matches hashes anything, and only what is new.
+        """
+        for o in self._open:
+            if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
+                return o, o.digest.message_shas(messages)
+        hashes = ConversationDigest().message_shas(messages)
+        # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
+        return next((o for o in self._open if extends(o.hashes, hashes)), None), hashes
+
+    def _rewritten(self, hashes: list[str], task: str | None) -> _Implicit | None:
+        """The open run a request continues by rewriting its history instead of extending it.
+
+        Some agents fold a tool's result into the task message rather than appending it (smolagents
+        retells a failed step as "Error: ..." after the task): no request extends the last one. Such a
+        request continues the open run that awaits tool results, opened with the same first message
+        kind (the same system prompt, when there is one) and a task its task begins with.
+        """
+        if not task:
+            return None
+        for o in reversed(self._open):
+            if (o.pending and o.task and task.startswith(o.task) and o.hashes and hashes
+                    and (o.hashes[0] == hashes[0] or len(o.hashes) == 1)):
+                return o
+        return None
+
+    def _end(self, call: LlmCall | None, message: Any = None, error: BaseException | None = None) -> None:
+        if call is None:
+            return
+        try:
+            # The SDK's response as plain data once, for both the span and the implicit run's step.
+            if message is not None:
+                message = self.dialect.plain(message)
+            if error is not None:
+                call.fail(error)
+            else:
+                call.response(message)
+            self._after_response(call, message, error)
+        except Exception:  # noqa: BLE001
+            log.debug("looptrace: could not end a chat span", exc_info=True)
+
+    def _after_response(self, call: LlmCall, message: Any, error: BaseException | None) -> None:
+        implicit = next((o for o in self._open if o.step is call.step and o.step is not None), None)
+        if implicit is None or implicit.step is None:
+            return
+        d = self.dialect
+        msg = message or {}
+        text = d.text(msg) if msg else ""
+        if text:
+            implicit.step.thought(text)
+        uses = d.tool_uses(msg) if msg else []
+        implicit.pending = uses
+        implicit.pending_since = time.time_ns()
+        implicit.step.end()
+        if error is not None or not uses:
+            cut = bool(msg) and d.truncated(msg)
+            status = "error" if error is not None or cut else "ok"
+            implicit.run.finish(status, answer=text or None,
+                                error=f"{type(error).__name__}: {error}" if error else
+                                ("stopped at max_tokens" if cut else None))
+            with self._lock:
+                self._open.remove(implicit)
+
+    # -- wrappers ---------------------------------------------------------------------------------
+
+    def wrap(self, original: Callable[..., Any], stream: Callable[[Done], Accumulator] | None = None,
+             streaming: Callable[[dict[str, Any]], bool] = lambda kw: bool(kw.get("stream"))) -> Callable[..., Any]:
+        """A sync request method recorded; a streamed answer is passed through ``stream``'s accumulator."""
+        def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            call = self._begin(self.dialect.request(kwargs))
+            if call is not None:
+                kwargs = dict(call.request)
+            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+                try:
+                    result = original(resource, *args, **kwargs)
+                except BaseException as exc:
+                    self._end(call, error=exc)
+                    raise
+            if stream is not None and streaming(kwargs):
+                return RecordingStream(result, stream(lambda m, e: self._end(call, m, e)))
+            self._end(call, result)
+            return result
+
+        return create
+
+    def wrap_async(self, original: Callable[..., Any], stream: Callable[[Done], Accumulator] | None = None,
+                   streaming: Callable[[dict[str, Any]], bool] = lambda kw: bool(kw.get("stream"))) -> Callable[..., Any]:
+        async def create(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            call = self._begin(self.dialect.request(kwargs))
+            if call is not None:
+                kwargs = dict(call.request)
+            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+                try:
+                    result = await original(resource, *args, **kwargs)
+                except BaseException as exc:
+                    self._end(call, error=exc)
+                    raise
+            if stream is not None and streaming(kwargs):
+                return RecordingAsyncStream(result, stream(lambda m, e: self._end(call, m, e)))
+            self._end(call, result)
+            return result
+
+        return create
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class Accumulator:
+    """Builds a stream's final response from its events; ``finish`` reports it (or the error) once."""
+
+    def __init__(self, done: Done) -> None:
+        self._done = done
+        self.snapshot: Any = None
+        self._finished = False
+
+    def add(self, event: Any) -> None:
+        """Fold one event into ``snapshot`` (a client's subclass)."""
+        raise NotImplementedError
+
+    def feed(self, event: Any) -> None:
+        try:
+            self.add(event)
+        except Exception:  # noqa: BLE001
+            log.debug("looptrace: could not accumulate a stream event", exc_info=True)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        if not self._finished:
+            self._finished = True
+            if error is None and self.snapshot is None:
+                error = RuntimeError("stream closed before any event")
+            self._done(self.snapshot if error is None else None, error)
+
+
+class RecordingStream:
+    """Passes a stream through unchanged while accumulating the final response."""
+
+    def __init__(self, stream: Any, acc: Accumulator) -> None:
+        self._stream = stream
+        self._acc = acc
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for event in self._stream:
+                self._acc.feed(event)
+                yield event
+        except BaseException as exc:
+            self._acc.finish(exc)
+            raise
+        self._acc.finish()
+
+    def __next__(self) -> Any:  # the SDKs' streams are iterators too
+        try:
+            event = next(self._stream)
+        except StopIteration:
+            self._acc.finish()
+            raise
+        except BaseException as exc:
+            self._acc.finish(exc)
+            raise
+        self._acc.feed(event)
+        return event
+
+    def __enter__(self) -> RecordingStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stream.close()
+        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class RecordingAsyncStream:
+    def __init__(self, stream: Any, acc: Accumulator) -> None:
+        self._stream = stream
+        self._acc = acc
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        try:
+            async for event in self._stream:
+                self._acc.feed(event)
+                yield event
+        except BaseException as exc:
+            self._acc.finish(exc)
+            raise
+        self._acc.finish()
+
+    async def __aenter__(self) -> RecordingAsyncStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._stream.close()
+        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry import trace
@@ -24,7 +25,6 @@ from looptrace.tracer.ingest.otlp.alerts import Alerts, run_findings
 from looptrace.tracer.rules import Thresholds
 
 from .conftest import PYTHON, ROOT, python_env, query
-from .test_collect_kill import _free_port
 from .test_ingest import provider
 
 pytestmark = pytest.mark.slow
@@ -61,21 +61,23 @@ class LoopingAgent:
         self.provider.shutdown()
 
 
-def _collect(db: Path, port: int, *alert: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", str(port),
+def _collect(db: Path, *alert: str) -> tuple[subprocess.Popen[str], int]:
+    """A started collect on a port the kernel gives it, and that port (its "listening on" line names it)."""
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
                              "--grpc-port", "off", "--settle", "0.5", "--diagnose-every", "0", *alert],
                             cwd=ROOT, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     while "listening on" not in (line := proc.stdout.readline()):
         assert line, proc.stderr.read() if proc.stderr else ""
-    return proc
+    port = urlsplit(line.split("listening on ", 1)[1].split(",", 1)[0].split()[0]).port
+    assert port, line
+    return proc, port
 
 
 def test_the_alert_command_runs_once_while_the_run_is_still_going(tmp_path: Path) -> None:
     db, fired = tmp_path / "store.duckdb", tmp_path / "fired"
-    port = _free_port()
     command = f'cat >> {fired}.json; echo "$LOOPTRACE_RULE $LOOPTRACE_STEPS $LOOPTRACE_AGENT" >> {fired}.env'
-    collect = _collect(db, port, "--alert", command, "--alert-repeats", "3")
+    collect, port = _collect(db, "--alert", command, "--alert-repeats", "3")
     try:
         agent = LoopingAgent(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces"))
         agent.step()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import signal
 import subprocess
 import time
@@ -25,7 +26,6 @@ from looptrace.tracer.ingest.otlp.protocol import JSON, PROTOBUF, spans_of
 
 from .conftest import PYTHON, ROOT, python_env, query
 from .genai_events import build
-from .test_collect_kill import _free_port
 from .test_ingest import post
 
 STEPS_SQL = "SELECT step, thought, tool, args, observation FROM steps ORDER BY step, call_index"
@@ -131,30 +131,29 @@ def test_unknown_records_and_records_of_no_trace_are_kept(db: Path) -> None:
 @pytest.mark.slow
 def test_kill_9_after_acknowledging_log_records_of_an_open_trace_loses_none(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    port = _free_port()
-
     said: list[str] = []
 
-    def start() -> subprocess.Popen[str]:
-        proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port",
-                                 str(port), "--settle", "0.5", "--diagnose-every", "0"], cwd=ROOT, env=python_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def start() -> tuple[subprocess.Popen[str], str]:
+        """A collect on the port the kernel gives it, and its URL (its "listening on" line names it)."""
+        proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0",
+                                 "--grpc-port", "off", "--settle", "0.5", "--diagnose-every", "0"], cwd=ROOT,
+                                env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         while "listening on" not in (line := proc.stdout.readline()):
             assert line, proc.stderr.read() if proc.stderr else ""
             said.append(line)
-        return proc
+        [url] = re.findall(r"http://127\.0\.0\.1:\d+", line)
+        return proc, url
 
     spans, logs = build(end_root=False)
     open_spans = spans_of(spans)
-    collect = start()
-    url = f"http://127.0.0.1:{port}"
+    collect, url = start()
     assert post(url + "/v1/traces", spans.SerializeToString())[0] == 200
     assert post(url + "/v1/logs", logs.SerializeToString())[0] == 200
     collect.kill()  # SIGKILL right after the 200s: the trace is open, its records in memory and journal
     collect.wait(timeout=30)
     assert query(db, "SELECT count(*) FROM log_records") == [(0,)]
-    collect = start()  # takes the open trace back; stopped, it writes it (its root never ended)
+    collect, _ = start()  # takes the open trace back; stopped, it writes it (its root never ended)
     assert any("3 log records of open traces taken back" in line for line in said), said
     collect.send_signal(signal.SIGINT)
     out, err = collect.communicate(timeout=60)

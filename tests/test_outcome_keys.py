@@ -48,11 +48,11 @@ def test_the_migration_keys_rows_stored_before_it(tmp_path: Path) -> None:
     with store.reader(locked_down=False) as conn:
         written = conn.execute(_KEYS).fetchall()
     # Make the file what version 6 left: no key columns, no later migration (8 made the live tables,
-    # 9 the messages_drop column).
+    # 9 the messages_drop column, 10 the log-record tables).
     conn = duckdb.connect(str(store.path))
     for view in VIEW_NAMES:
         conn.execute(f"DROP VIEW IF EXISTS {view}")
-    for table in ("live_traces", *LIVE_TABLES.values()):
+    for table in ("live_traces", *LIVE_TABLES.values(), "log_records", "received_logs"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN progress_key")
     conn.execute("ALTER TABLE tool_call_records DROP COLUMN near_key")

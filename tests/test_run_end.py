@@ -90,6 +90,14 @@ def test_incomplete_names_the_action_left_waiting() -> None:
                           "confidence": "medium", "decided_by": "unanswered last call"}
 
 
+def test_an_interrupted_run_says_it_was_interrupted() -> None:
+    # A session stopped by Ctrl-C (the Codex CLI's turn_aborted) recorded how it ended: not "no end".
+    d = diagnose(run([act(1), act(2, tool=None, obs=None, text="thinking")], "interrupted"))[0]
+    assert (d.label, d.evidence["reason"], d.evidence["decided_by"]) == ("incomplete", "interrupted",
+                                                                         "interrupted status")
+    assert "interrupted" in d.explanation and "No end was recorded" not in d.explanation
+
+
 def test_a_failure_keeps_its_crash_as_secondary() -> None:
     loop = [act(i + 1, obs="same") for i in range(6)]
     found = diagnose(run(loop, "error", error="RuntimeError: killed"))

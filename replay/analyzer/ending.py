@@ -186,6 +186,11 @@ def run_end(run: RunView) -> Diagnosis | None:
                          {"status": run.status, "reason": "stops mid-action", "step": last, "tool": waiting.tool,
                           "confidence": "medium" if run.status == "ok" else "high",
                           "decided_by": "unanswered last call"})
+    if run.status == "interrupted":  # a recorded end, though not a normal one: a user or a signal stopped it
+        return Diagnosis("incomplete", last, last,
+                         f"The run was interrupted (a user or a signal stopped it) after step {last}.",
+                         {"status": run.status, "reason": "interrupted", "step": last, "confidence": "high",
+                          "decided_by": "interrupted status"})
     return Diagnosis("incomplete", last, last,
                      f"No end was recorded (status {run.status!r}) and no end marker was found.",
                      {"status": run.status, "reason": "no end recorded", "step": last, "confidence": "high",

@@ -156,13 +156,17 @@ class _Writer:
             self.flush()
 
     def flush(self) -> None:
-        batch, self.batch = self.batch, []
+        # The batch is let go only once written: a Ctrl-C during the write leaves it to the caller, which
+        # writes the files it counted as read (``import_paths``). Cleared first, a batch interrupted in
+        # its write was counted as kept and never stored (seen under load in test_import_interrupted).
+        batch = self.batch
         if not batch:
             return
         runs = [t for _, ts in batch for t in ts]
         self._look_up(runs)
         if not any(t.run_id not in self.present for t in runs):
             self.report.runs_present += len(runs)
+            self.batch = []
             return
         try:
             self._write(runs)
@@ -177,6 +181,7 @@ class _Writer:
                 except Exception as exc:  # noqa: BLE001 - one unstorable file must not stop the import
                     reason = f"could not be stored ({type(exc).__name__}: {exc})"
                     self.report.skipped.append((str(path), reason))
+        self.batch = []
 
     def add_spans(self, path: Path, parsed: otlp_json.OtlpFile, fmt: str = otlp_json.FORMAT) -> None:
         """An OTLP file is written at once, as ``looptrace collect`` writes: one segment of mapped rows."""

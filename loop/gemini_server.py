@@ -14,11 +14,10 @@ reach the script: the script plays the agent's model only. ``requests`` logs eve
 from __future__ import annotations
 
 import json
-import threading
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-from looptrace.tracer.loopback import LoopbackServer, TrackedHandler
+from looptrace.tracer.loopback import LoopbackService, TrackedHandler
 
 from .responses_server import Reply, ResponsesHandler
 
@@ -63,43 +62,21 @@ def _parts(reply: Reply) -> list[dict[str, Any]]:
     return parts
 
 
-class GeminiServer:
+class GeminiServer(LoopbackService):
     """Serve ``handler`` as the Gemini API's ``models/*:generateContent`` and ``:streamGenerateContent``."""
 
+    request_handler: type[BaseHTTPRequestHandler]  # set below, once _Handler is defined
+    thread_name = "looptrace-gemini-server"
+
     def __init__(self, handler: ResponsesHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self._handler = handler
-        self._address = (host, port)
-        self._lock = threading.Lock()
-        self._http: LoopbackServer | None = None
-        self._thread: threading.Thread | None = None
         self._last: dict[str, list[Any]] = {}  # model -> the contents last sent to it (the prefix cache)
-        self.requests: list[Any] = []
 
     @property
     def base_url(self) -> str:
         """What ``GOOGLE_GEMINI_BASE_URL`` takes (the client appends ``/v1beta/models/...``)."""
-        if self._http is None:
-            raise RuntimeError("GeminiServer is not running; call start() first")
-        return f"http://{self._address[0]}:{self._http.server_port}"
-
-    def start(self) -> Self:
-        self._http = LoopbackServer(self._address, _Handler, owner=self)
-        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="looptrace-gemini-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-        if self._thread is not None:
-            self._thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        return self.root_url
 
     def answer(self, model: str, body: Any) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -163,3 +140,6 @@ class _Handler(TrackedHandler):
             self._send(200, "text/event-stream", f"data: {json.dumps(payload)}\n\n".encode())
         else:
             self._send(status, "application/json", json.dumps(payload).encode())
+
+
+GeminiServer.request_handler = _Handler

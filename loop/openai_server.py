@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-from looptrace.tracer.loopback import LoopbackServer, TrackedHandler
+from looptrace.tracer.loopback import LoopbackService, TrackedHandler
 
 __all__ = ["ChatHandler", "ChatCompletionsServer", "chat_completion", "response_body", "chat_chunks",
            "response_events"]
@@ -106,42 +105,20 @@ def response_events(body: dict[str, Any]) -> list[dict[str, Any]]:
             {"type": "response.completed", "sequence_number": 1, "response": body}]
 
 
-class ChatCompletionsServer:
+class ChatCompletionsServer(LoopbackService):
     """Serve ``handler`` as ``POST /v1/chat/completions``. ``requests`` logs every request body, in order."""
 
+    request_handler: type[BaseHTTPRequestHandler]  # set below, once _Handler is defined
+    thread_name = "looptrace-chat-server"
+
     def __init__(self, handler: ChatHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self._handler = handler
-        self._address = (host, port)
-        self._lock = threading.Lock()
-        self._http: LoopbackServer | None = None
-        self._thread: threading.Thread | None = None
-        self.requests: list[Any] = []
 
     @property
     def base_url(self) -> str:
         """The URL the ``openai`` SDK takes as ``base_url`` (it appends ``/chat/completions``)."""
-        if self._http is None:
-            raise RuntimeError("ChatCompletionsServer is not running; call start() first")
-        return f"http://{self._address[0]}:{self._http.server_port}/v1"
-
-    def start(self) -> Self:
-        self._http = LoopbackServer(self._address, _Handler, owner=self)
-        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="looptrace-chat-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-        if self._thread is not None:
-            self._thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        return f"{self.root_url}/v1"
 
     def _answer(self, body: Any, responses: bool = False) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -190,3 +167,6 @@ class _Handler(TrackedHandler):
         head = (f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 f"content-length: {len(frames)}\r\n\r\n").encode()
         self.wfile.write(head + frames)
+
+
+ChatCompletionsServer.request_handler = _Handler

@@ -23,13 +23,12 @@ summary's size).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-from looptrace.tracer.loopback import LoopbackServer, TrackedHandler
+from looptrace.tracer.loopback import LoopbackService, TrackedHandler
 
 __all__ = ["Reply", "ResponsesHandler", "ResponsesServer", "declared_tools", "response_events"]
 
@@ -99,43 +98,21 @@ def response_events(reply: Reply, request: dict[str, Any], n: int, cached: int) 
     return events
 
 
-class ResponsesServer:
+class ResponsesServer(LoopbackService):
     """Serve ``handler`` as ``POST /v1/responses``. ``requests`` logs every request body, in order."""
 
+    request_handler: type[BaseHTTPRequestHandler]  # set below, once _Handler is defined
+    thread_name = "looptrace-responses-server"
+
     def __init__(self, handler: ResponsesHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self._handler = handler
-        self._address = (host, port)
-        self._lock = threading.Lock()
-        self._http: LoopbackServer | None = None
-        self._thread: threading.Thread | None = None
         self._last_input: dict[str, list[Any]] = {}  # prompt_cache_key -> the input last sent with it
-        self.requests: list[Any] = []
 
     @property
     def base_url(self) -> str:
         """The provider base URL a client appends ``/responses`` to."""
-        if self._http is None:
-            raise RuntimeError("ResponsesServer is not running; call start() first")
-        return f"http://{self._address[0]}:{self._http.server_port}/v1"
-
-    def start(self) -> Self:
-        self._http = LoopbackServer(self._address, _Handler, owner=self)
-        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="looptrace-responses-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-        if self._thread is not None:
-            self._thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        return f"{self.root_url}/v1"
 
     def _cached(self, body: dict[str, Any]) -> int:
         inputs = body.get("input") if isinstance(body.get("input"), list) else []
@@ -189,3 +166,6 @@ class _Handler(TrackedHandler):
             return
         stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in payload).encode()
         self._send(200, "text/event-stream", stream)
+
+
+ResponsesServer.request_handler = _Handler

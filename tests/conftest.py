@@ -54,11 +54,10 @@ def python_env() -> dict[str, str]:
 PYTHON = sys.executable
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Any:
-    """A real PostgreSQL server for this session (tests/pg_server.py): one per pytest-xdist worker, each
-    test making a database of its own on it. Skipped, with the reason, where PostgreSQL is not installed;
-    under CI=true, where `make test` installs it (`make postgresql`), its absence fails instead."""
+def started_postgres() -> Any:
+    """A real PostgreSQL server started from the machine's installation (tests/pg_server.py), stopped
+    when the generator closes. Skipped, with the reason, where PostgreSQL is not installed; under
+    CI=true, where `make test` installs it (`make postgresql`), its absence fails instead."""
     from .pg_server import PostgresMissing, PostgresServer
 
     try:
@@ -71,6 +70,12 @@ def postgres() -> Any:
         yield server.start()
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """One server for this session (one per pytest-xdist worker), each test making a database of its own."""
+    yield from started_postgres()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -26,8 +26,8 @@ import pytest
 from looptrace.tracer.export.source import open_source
 from looptrace.tracer.ingest.otlp.journal import recover
 
-from .conftest import PYTHON, ROOT, python_env
-from .pg_server import PostgresMissing, PostgresServer
+from .conftest import PYTHON, ROOT, python_env, started_postgres
+from .pg_server import PostgresServer
 from .test_catalog import catalog_env
 from .test_ingest import genai_agent, post, request_of
 
@@ -113,16 +113,7 @@ class _Sender:
 @pytest.fixture
 def own_postgres():  # noqa: ANN201 - a PostgresServer
     """A server for one test: this one is stopped and started under load."""
-    try:
-        server = PostgresServer()
-    except PostgresMissing as exc:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(f"{exc}; CI=true requires the PostgreSQL catalog tests")
-        pytest.skip(str(exc))
-    try:
-        yield server.start()
-    finally:
-        server.close()
+    yield from started_postgres()
 
 
 def test_receivers_keep_acknowledging_through_a_postgres_restart_and_catch_up(

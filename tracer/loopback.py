@@ -12,9 +12,10 @@ import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
-__all__ = ["LoopbackServer", "TrackedHandler"]
+__all__ = ["LoopbackServer", "TrackedHandler", "LoopbackService"]
 
 
 class LoopbackServer(ThreadingHTTPServer):
@@ -65,3 +66,45 @@ class TrackedHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+class LoopbackService:
+    """A ``LoopbackServer`` on a thread of its own, started and stopped as a context manager: the shell
+    the scripted model servers share (Chat Completions, Responses, Gemini). A subclass names its
+    request handler class; the handler reaches the service as ``self.server.owner``."""
+
+    request_handler: type[BaseHTTPRequestHandler]
+    thread_name = "looptrace-loopback-server"
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._address = (host, port)
+        self._lock = threading.Lock()
+        self._http: LoopbackServer | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[Any] = []
+
+    @property
+    def root_url(self) -> str:
+        """``http://host:port``, the port the kernel gave when asked for 0."""
+        if self._http is None:
+            raise RuntimeError(f"{type(self).__name__} is not running; call start() first")
+        return f"http://{self._address[0]}:{self._http.server_port}"
+
+    def start(self) -> Self:
+        self._http = LoopbackServer(self._address, self.request_handler, owner=self)
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

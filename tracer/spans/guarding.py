@@ -31,9 +31,9 @@ log = logging.getLogger("looptrace.guard")
 
 GUARD_EVENT = "guard"
 UNPRICED_EVENT = "guard_unpriced"
-_CHARS_PER_TOKEN = 4.0
+_CHARS_PER_TOKEN = 4.0  # the context estimate's ratio before the first response calibrates it
 # The rules layer's thresholds a guard sets or applies: recorded with the run for the analyzer.
-GUARD_THRESHOLDS = ("repeat_min", "fail_repeat_min", "cycle_repeats", "cycle_max_period", "same_observation_min")  # before the first response calibrates it
+GUARD_THRESHOLDS = ("repeat_min", "fail_repeat_min", "cycle_repeats", "cycle_max_period", "same_observation_min")
 
 
 class GuardedRun:

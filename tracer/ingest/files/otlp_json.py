@@ -31,7 +31,7 @@ from .detect import MAX_BYTES
 from .errors import TrajectoryFormatError
 from .text import decode_document
 
-__all__ = ["FORMAT", "SUFFIXES", "OtlpFile", "OtlpRows", "sniff", "parse"]
+__all__ = ["FORMAT", "SUFFIXES", "OtlpFile", "OtlpRows", "sniff", "head_matches", "parse"]
 
 FORMAT = "otlp-json"
 SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
@@ -105,10 +105,16 @@ def _open(path: Path, size: int) -> bytes:
 
 def sniff(path: Path) -> bool:
     """A file whose JSON starts with ``resourceSpans``: an OTLP JSON trace file."""
+    return head_matches(path, _HEAD)
+
+
+def head_matches(path: Path, head: re.Pattern[bytes]) -> bool:
+    """Whether a JSON file (plain or gzipped) of ours begins as ``head`` says: the OTLP containers are
+    told apart by their first key (``resourceSpans``, ``resourceLogs``)."""
     if not path.name.lower().endswith(SUFFIXES):
         return False
     try:
-        return _HEAD.match(_open(path, 4096).lstrip(b"\xef\xbb\xbf")) is not None
+        return head.match(_open(path, 4096).lstrip(b"\xef\xbb\xbf")) is not None
     except (OSError, EOFError, zlib.error):
         return False  # unreadable here: the other importers say why
 

@@ -21,7 +21,7 @@ from ..otlp.logs_protocol import logs_of, parse_logs_json
 from ..otlp.protocol import MalformedRequest
 from .detect import MAX_BYTES
 from .errors import TrajectoryFormatError
-from .otlp_json import SUFFIXES, _open
+from .otlp_json import _open, head_matches
 from .text import decode_document
 
 __all__ = ["FORMAT", "LogRecords", "sniff", "parse"]
@@ -52,12 +52,7 @@ class LogRecords:
 
 def sniff(path: Path) -> bool:
     """A file whose JSON starts with ``resourceLogs``: an OTLP JSON log file."""
-    if not path.name.lower().endswith(SUFFIXES):
-        return False
-    try:
-        return _HEAD.match(_open(path, 4096).lstrip(b"\xef\xbb\xbf")) is not None
-    except (OSError, EOFError, zlib.error):
-        return False
+    return head_matches(path, _HEAD)
 
 
 def parse(path: Path) -> list[PlainLog]:

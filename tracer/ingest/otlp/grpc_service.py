@@ -63,6 +63,26 @@ def _free_or_raise(host: str, port: int, target: str) -> None:
         raise PortTaken(f"cannot listen for OTLP/gRPC on {target}: {exc.strerror or exc}") from None
 
 
+def _answer(context: grpc.ServicerContext, take: Callable[[], bool], refused: Callable[[], None],
+            last_error: Callable[[], str | None], what: str) -> None:
+    """Take one Export's content, or abort the call with the status the client should act on: a
+    request that cannot be decoded is INVALID_ARGUMENT (not retried), a bug INTERNAL, and content that
+    could not be kept UNAVAILABLE with a retry delay. Spans and log records are answered alike."""
+    try:
+        accepted = take()
+    except otlp.IngestError as exc:
+        refused()
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
+        log.exception("looptrace collect: gRPC %s request failed", what)
+        refused()
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+    if not accepted:
+        refused()
+        context.set_trailing_metadata((("google.rpc.retryinfo-bin", _RETRY_INFO),))
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"could not keep the {what}: {last_error()}")
+
+
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, ingest: Callable[[Sequence[PlainSpan]], bool], refused: Callable[[], None],
                  last_error: Callable[[], str | None]) -> None:
@@ -70,20 +90,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
 
     def Export(self, request: ExportTraceServiceRequest,  # noqa: N802 - the proto's name
                context: grpc.ServicerContext) -> ExportTraceServiceResponse:
-        try:
-            spans = otlp.spans_of(request)
-            accepted = self._ingest(spans)
-        except otlp.IngestError as exc:
-            self._refused()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
-            log.exception("looptrace collect: gRPC request failed")
-            self._refused()
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-        if not accepted:
-            self._refused()
-            context.set_trailing_metadata((("google.rpc.retryinfo-bin", _RETRY_INFO),))
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"could not keep the spans: {self._last_error()}")
+        _answer(context, lambda: self._ingest(otlp.spans_of(request)), self._refused, self._last_error, "spans")
         return ExportTraceServiceResponse()
 
 
@@ -96,19 +103,7 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
 
     def Export(self, request: ExportLogsServiceRequest,  # noqa: N802 - the proto's name
                context: grpc.ServicerContext) -> ExportLogsServiceResponse:
-        try:
-            accepted = self._ingest(logs_of(request))
-        except otlp.IngestError as exc:
-            self._refused()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a bug here is reported to the client, and the server goes on
-            log.exception("looptrace collect: gRPC logs request failed")
-            self._refused()
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-        if not accepted:
-            self._refused()
-            context.set_trailing_metadata((("google.rpc.retryinfo-bin", _RETRY_INFO),))
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"could not keep the log records: {self._last_error()}")
+        _answer(context, lambda: self._ingest(logs_of(request)), self._refused, self._last_error, "log records")
         return ExportLogsServiceResponse()
 
 

@@ -161,8 +161,21 @@ def _run_tui(line: str, cwd: Path, env: dict[str, str]) -> None:
                     seen += os.read(master, 65536)
                 except OSError:
                     break
+        # The first frame is drawn while the app is still starting (its screen's workers load the runs):
+        # a key sent then was not always acted on in the loaded CI suite (4 of ~20 full runs: no exit in
+        # 30 s). `q` is pressed once the screen has stopped changing, as a person presses it, and the
+        # exit is given a minute: the claim is that `q` quits with status 0, not how fast.
+        quiet_until = time.monotonic() + 15
+        while time.monotonic() < quiet_until and proc.poll() is None:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                break  # a second without output: drawn
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
         os.write(master, b"q")
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -169,8 +169,12 @@ def test_otlp_grpc_with_the_real_exporter_and_unavailable_with_a_retry_hint(db: 
         genai_agent(tracer)
         tracer_provider.shutdown()
         assert query(db, "SELECT agent, status, n_steps FROM runs") == [("fixer", "ok", 7)]
-        obstacle.rename(f"{db}.segments-moved")
-        obstacle.write_text("a file where the segments folder goes")  # every segment write fails
+        moved = obstacle.rename(f"{db}.segments-moved")
+        # A link to a file where the segments folder goes: every segment write fails. A link, so that the folder
+        # comes back in one atomic replace below, where the receiver's retry could otherwise make a new folder
+        # between an unlink and a rename.
+        Path(f"{db}.not-a-folder").write_text("a file where the segments folder goes")
+        obstacle.symlink_to(Path(f"{db}.not-a-folder"))
         stub = trace_service_pb2_grpc.TraceServiceStub(grpc.insecure_channel(receiver.grpc_url.split("//")[1]))
         request = request_of(genai_agent)
         with pytest.raises(grpc.RpcError) as refused:
@@ -178,8 +182,8 @@ def test_otlp_grpc_with_the_real_exporter_and_unavailable_with_a_retry_hint(db: 
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         hint = RetryInfo.FromString(dict(refused.value.trailing_metadata())["google.rpc.retryinfo-bin"])
         assert hint.retry_delay.seconds == 1
-        obstacle.unlink()
-        Path(f"{db}.segments-moved").rename(obstacle)
+        Path(f"{db}.segments-back").symlink_to(moved, target_is_directory=True)
+        Path(f"{db}.segments-back").replace(obstacle)
         exporter = GrpcExporter(endpoint=receiver.grpc_url, insecure=True, timeout=30)
         assert exporter.export(finished_spans(lambda t: genai_agent(t, repeats=2))) is SpanExportResult.SUCCESS
         stub.Export(request, timeout=30)  # the refused request, retried: stored once, not twice

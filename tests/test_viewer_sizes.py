@@ -21,7 +21,6 @@ from looptrace.viewer.capture import screen_text, settle
 from looptrace.viewer.screens import ReplayScreen, RunScreen, RunsScreen, SqlScreen, StepScreen
 from looptrace.viewer.widgets import RunsTable
 from looptrace.viewer.widgets.charts import spark
-from looptrace.viewer.widgets.runs_table import free_widths
 
 from .conftest import query
 from .test_viewer import Scenario, run_id_of
@@ -124,15 +123,3 @@ def test_sparklines_scale_from_zero() -> None:
     assert spark([0, 0], 2) == "▁▁"
     assert spark([1, 2, 3, 4, 5, 6, 7, 8], 4) == spark([2, 4, 6, 8], 4)  # past the width: each column's max
     assert spark([], 4) == "" and spark([1], 0) == ""
-
-
-@pytest.mark.parametrize(("total", "expected"), [
-    (200, {"agent": 22, "task": 28, "model": 8}),  # room for all
-    (120, {"agent": 22, "task": 0, "model": 0}),  # the numbers keep their room; task and model give way
-    (80, {"agent": 14, "task": 0, "model": 0}),  # status and diagnosis whole; the agent keeps a little
-    (60, {"agent": 0, "task": 0, "model": 0}),
-])
-def test_free_text_gives_up_width_first(total: int, expected: dict[str, int]) -> None:
-    natural = {"started": 11, "agent": 22, "task": 28, "model": 8, "status": 16, "diagnosis": 20,
-               "steps": 5, "tokens": 6, "cost": 7, "duration": 8, "sub": 3}
-    assert free_widths(total, natural) == expected

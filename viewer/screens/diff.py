@@ -12,10 +12,12 @@ from textual.widgets import Static
 
 from looptrace.tracer.store import Store
 
+from ..columns import priority_note
 from ..data import RunPair, load_diff
 from ..messages import DiffLoaded, StepSelected
 from ..safe import safe_plain
 from ..widgets import DiffTable, KeysFooter, TitleBar
+from ..widgets.diff_table import LAYOUT, NAMES
 from .base import ViewerScreen
 
 __all__ = ["DiffScreen"]
@@ -27,7 +29,8 @@ class DiffScreen(ViewerScreen):
         "The run it replays or forks on the left, this run on the right, one line per pair of steps\n"
         "aligned by a longest common subsequence of their actions (tools and arguments). = marks the\n"
         "same action, ≠ a different one or a step only one run has; d jumps to the first divergence,\n"
-        "enter opens this run's step (or the original's, where this run has none)."
+        "enter opens this run's step (or the original's, where this run has none).\n\n"
+        + priority_note(LAYOUT, NAMES)
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "divergence", "First divergence"),

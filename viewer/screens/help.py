@@ -1,10 +1,15 @@
-"""``?``: the keys of the screen underneath (from its live bindings) and what that screen shows."""
+"""``?``: the keys of the screen underneath (from its live bindings) and what that screen shows.
+
+Laid out to be read whole at 80x24: the keys flow in as many columns as the width takes
+(``rich.columns.Columns``), the screen's notes are reflowed to the box's width, and the box is as
+tall as its text, up to the screen (taller help scrolls inside it, with a scrollbar).
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.table import Table
+from rich.columns import Columns
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -58,17 +63,15 @@ class HelpScreen(ModalScreen[None]):
         self.about = reflow(getattr(under, "HELP", ""))
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, show_header=False, padding=(0, 2))
-        table.add_column(style="bold cyan", no_wrap=True)
-        table.add_column()
-        for key, description in self.rows:
-            table.add_row(Text(key), Text(description))
+        width = max(len(key) for key, _ in self.rows) if self.rows else 0
+        keys = Columns([Text.assemble((key.ljust(width), "bold cyan"), "  ", description)
+                        for key, description in self.rows], padding=(0, 3))
         with VerticalScroll(id="help-box"):
-            yield Static(Text(self.title_text, style="bold"), id="help-title")
-            yield Static(table, id="help-keys")
+            yield Static(Text.assemble((self.title_text, "bold"), ("   escape or ? closes this help", "dim")),
+                         id="help-title")
+            yield Static(keys, id="help-keys")
             if self.about:
                 yield Static(Text(self.about), id="help-about")
-            yield Static(Text("escape or ? closes this help", style="dim"), id="help-close")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

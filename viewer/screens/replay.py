@@ -18,11 +18,13 @@ from textual.widgets import Static
 
 from looptrace.tracer.store import Store
 
+from ..columns import priority_note
 from ..data import RunDetail, load_actions, load_run, load_step, primary_range
 from ..messages import ActionsLoaded, RunLoaded, StepHighlighted, StepLoaded, StepSelected
 from ..safe import safe
 from ..stepping import first_divergence, first_error, first_repeat, step_after
 from ..widgets import KeysFooter, StepView, Timeline, TitleBar
+from ..widgets.timeline import COMPACT, LAYOUT, MARKS
 from .base import ViewerScreen
 
 __all__ = ["ReplayScreen"]
@@ -34,7 +36,8 @@ class ReplayScreen(ViewerScreen):
         "n / p move one step; f jumps to the first failed tool call, r to the first step repeating an\n"
         "earlier action (same tool and arguments), d to the first step where a replay or fork acts\n"
         "differently from the run it replays (only for runs with replay_of or forked_from); x shows\n"
-        "the two runs side by side."
+        "the two runs side by side.\n\n"
+        + priority_note(LAYOUT[:COMPACT], MARKS)
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next", "Next"),

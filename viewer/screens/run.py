@@ -11,10 +11,12 @@ from textual.containers import Horizontal
 
 from looptrace.tracer.store import Store
 
+from ..columns import priority_note
 from ..data import RunDetail, load_run, primary_range
 from ..messages import OpenChildren, RunLoaded, RunsAnalysed, StepSelected
 from ..safe import safe
 from ..widgets import DiagnosisPanel, KeysFooter, RunCharts, RunSummary, Timeline, TitleBar
+from ..widgets.timeline import LAYOUT, MARKS
 from .base import ViewerScreen
 
 __all__ = ["RunScreen"]
@@ -29,7 +31,8 @@ class RunScreen(ViewerScreen):
     HELP = (
         "One line per step: tool, arguments, observation size, tokens, context size, cost, errors.\n"
         "Steps named by the primary diagnosis are marked ◆ with a yellow step number.\n"
-        "The run refreshes on its own while it is still running (status running or incomplete)."
+        "The run refreshes on its own while it is still running (status running or incomplete).\n\n"
+        + priority_note(LAYOUT, MARKS)
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "evidence", "Evidence"),

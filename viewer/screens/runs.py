@@ -14,11 +14,13 @@ from textual.widgets import DataTable, Input, Static
 from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import Store
 
+from ..columns import priority_note
 from ..data import RUNS_PAGE, SORTS, RunPage, RunRow, list_runs
 from ..filters import RunFilter, parse_filter
 from ..messages import OpenChildren, OpenRun, RunsAnalysed, RunsLoaded
 from ..safe import safe
 from ..widgets import KeysFooter, RunsTable, TitleBar
+from ..widgets.runs_table import RUN_COLUMNS
 from .base import ViewerScreen
 
 __all__ = ["RunsScreen"]
@@ -36,7 +38,8 @@ class RunsScreen(ViewerScreen):
         "status: and label: match exactly, agent: and model: match part of the name, other words\n"
         "must appear in the task. Repeat a key to accept several values. Without a filter only\n"
         "top-level runs are listed; sub-agents, replays and forks are counted in the 'sub' column and\n"
-        "listed with c (escape comes back). With a filter, matching child runs are listed too, marked ↳."
+        "listed with c (escape comes back). With a filter, matching child runs are listed too, marked ↳.\n\n"
+        + priority_note(RUN_COLUMNS) + " The column sorted by is kept after status and diagnosis."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter"),

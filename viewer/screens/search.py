@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, Static
 
 from looptrace.tracer.store import Store
 
+from ..columns import Column, priority_note
 from ..messages import LoadFailed, SearchDone
 from ..safe import safe
 from ..search import SEARCH_LIMIT, SearchHit, search
@@ -23,7 +24,11 @@ from ..widgets import KeysFooter, SyncedTable, TitleBar
 from .base import ViewerScreen
 from .step import StepScreen
 
-__all__ = ["SearchScreen"]
+__all__ = ["SearchScreen", "HIT_COLUMNS"]
+
+# The text comes last: it takes the room the others leave, cut with … (viewer.columns).
+HIT_COLUMNS = (Column("run", "run", 0), Column("agent", "agent", 2, least=12), Column("step", "step", 1, right=True),
+               Column("field", "field", 3), Column("text", "text", 4, least=16))
 
 
 class SearchScreen(ViewerScreen):
@@ -32,7 +37,8 @@ class SearchScreen(ViewerScreen):
     HELP = (
         "Type text and press Enter: every run's thoughts, tool arguments and observations are searched,\n"
         f"case-insensitively, first {SEARCH_LIMIT} hits (ordered by run and step). ctrl+t switches to a\n"
-        "regular expression (RE2). Enter on a hit opens its step; escape goes back."
+        "regular expression (RE2). Enter on a hit opens its step; escape goes back.\n\n"
+        + priority_note(HIT_COLUMNS)
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+t", "toggle_regex", "Regex on/off", priority=True),
@@ -52,9 +58,7 @@ class SearchScreen(ViewerScreen):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one(SyncedTable)
-        for label in ("run", "agent", "step", "field", "text"):
-            table.add_column(Text(label), key=label)
+        self.query_one(SyncedTable).show_fitted(HIT_COLUMNS, [])
         self.query_one(Input).focus()
 
     def action_toggle_regex(self) -> None:
@@ -77,10 +81,10 @@ class SearchScreen(ViewerScreen):
         page = message.page
         self.hits = page.hits
         table = self.query_one(SyncedTable)
-        table.clear()
-        for i, h in enumerate(page.hits):
-            table.add_row(safe(h.run_id[:12]), safe(h.agent, newlines=False, width=24), Text(str(h.step)),
-                          Text(h.field), safe(" ".join(h.snippet.split()), newlines=False, width=120), key=str(i))
+        table.show_fitted(HIT_COLUMNS, [
+            (str(i), [safe(h.run_id[:12]), safe(h.agent, newlines=False, width=40), Text(str(h.step)),
+                      Text(h.field), safe(" ".join(h.snippet.split()), newlines=False, width=120)])
+            for i, h in enumerate(page.hits)])
         n = len(page.hits)
         text = Text(f"{n:,} hit{'s' if n != 1 else ''}", style="bold")
         if page.more:
@@ -100,7 +104,7 @@ class SearchScreen(ViewerScreen):
         self.app.push_screen(StepScreen(self.store, hit.run_id, hit.step, steps))
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        self.query_one(SyncedTable).clear()
+        self.query_one(SyncedTable).show_fitted(HIT_COLUMNS, [])
         self._status(Text("error: ", style="bold red").append_text(safe(message.error, newlines=False)))
 
     def _status(self, text: Text) -> None:

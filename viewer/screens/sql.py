@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static, TextArea
 
+from looptrace.tracer.query.sql import QueryResult
 from looptrace.tracer.store import Store
 
 from ..data import SQL_MEMORY_GB, SQL_ROW_LIMIT, SQL_TIMEOUT, run_sql
@@ -49,7 +50,9 @@ class SqlScreen(ViewerScreen):
         f"at most {SQL_ROW_LIMIT:,} rows, stopped after {SQL_TIMEOUT:g} s or past {SQL_MEMORY_GB:g} GB,\n"
         "no file access.\n"
         "ctrl+r (or ctrl+enter where the terminal sends it) runs the query; F2-F5 load an example,\n"
-        "F1 shows this help. Tab moves between the editor and the results."
+        "F1 shows this help. Tab moves between the editor and the results.\n\n"
+        "Too narrow for every column of a result, the table shows the first columns whole and hides the\n"
+        "rest (the status line names them); a text column may be cut with … to fit."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run", priority=True),
@@ -63,6 +66,7 @@ class SqlScreen(ViewerScreen):
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)
+        self.result: QueryResult | None = None
 
     def compose(self) -> ComposeResult:
         yield TitleBar(str(self.store.path), "sql")
@@ -88,17 +92,30 @@ class SqlScreen(ViewerScreen):
         self.load("query", "query", partial(run_sql, self.store, sql), QueryDone)
 
     def on_query_done(self, message: QueryDone) -> None:
-        result = message.result
-        self.query_one(ResultsTable).show(result)
+        self.result = message.result
+        self.query_one(ResultsTable).show(message.result)
+        self._result_status()
+
+    def _result_status(self) -> None:
+        result = self.result
+        if result is None:
+            return
         n = len(result.rows)
         text = Text(f"{n:,} row{'s' if n != 1 else ''}", style="bold")
         if result.truncated:
             text.append(f" (stopped at {SQL_ROW_LIMIT:,}; more exist)", style="bold yellow")
         text.append(f" in {result.seconds:.3f} s", style="dim")
+        hidden = self.query_one(ResultsTable).hidden
+        if hidden:  # the table shows whole columns only: say which did not fit, and how to see them
+            text.append(f" · not shown at this width: {', '.join(hidden)} (select fewer columns)", style="yellow")
         self._status(text)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._result_status)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         # Shown in place, where the results would be; the previous results are cleared.
+        self.result = None
         self.query_one(ResultsTable).show_nothing()
         self._status(Text("error: ", style="bold red").append_text(safe(message.error, newlines=False)))
 

@@ -17,13 +17,18 @@ from textual.widgets import Static
 
 from looptrace.tracer.query.sql import QueryResult
 
+from ..columns import Column
 from ..messages import LoadFailed, UsageLoaded
 from ..safe import safe, safe_cell
 from ..usage import USAGE_LIMIT, load_usage
 from ..widgets import KeysFooter, SyncedTable, TitleBar
 from .base import ViewerScreen
 
-__all__ = ["UsageScreen", "usage_cell"]
+__all__ = ["UsageScreen", "usage_cell", "USAGE_PRIORITY"]
+
+# Narrow, the split of the tokens and the unpriced count give way first (viewer.columns); the
+# first column (agent, model or day) is kept, then the cost.
+USAGE_PRIORITY = {"cost_usd": 1, "tokens": 2, "runs": 3, "input_tokens": 4, "output_tokens": 5, "unpriced_runs": 6}
 
 
 def usage_cell(column: str, value: Any) -> Text:
@@ -42,7 +47,9 @@ class UsageScreen(ViewerScreen):
     HELP = (
         "Tokens and cost by agent, by model and by day (UTC start date), most expensive first, from the\n"
         "views usage_by_agent, usage_by_model and usage_by_day. \"unknown\": the model has no price, so\n"
-        "the cost is not known (it is not zero); unpriced_runs counts such runs."
+        "the cost is not known (it is not zero); unpriced_runs counts such runs.\n\n"
+        "Columns kept longest first: agent, model or day, cost_usd, tokens, runs, input_tokens,\n"
+        "output_tokens, unpriced_runs. Too narrow for them all, the last are hidden whole."
     )
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
 
@@ -62,15 +69,15 @@ class UsageScreen(ViewerScreen):
             self._fill(self.query_one(f"#usage-{by}", SyncedTable), result)
 
     def _fill(self, table: SyncedTable, result: QueryResult) -> None:
-        table.clear(columns=True)
-        for name in result.columns:
-            table.add_column(safe(name, newlines=False), key=name)
-        for i, row in enumerate(result.rows):
-            table.add_row(*(usage_cell(c, v) for c, v in zip(result.columns, row)), key=str(i))
+        columns = [Column(name, safe(name, newlines=False).plain, 0 if i == 0 else USAGE_PRIORITY.get(name, 10 + i),
+                          16 if i == 0 else 0, right=i > 0) for i, name in enumerate(result.columns)]
+        rows: list[tuple[str, list[Text]]] = [
+            (str(i), [usage_cell(c, v) for c, v in zip(result.columns, row)]) for i, row in enumerate(result.rows)]
         if result.truncated:
-            table.add_row(Text(f"… more than {USAGE_LIMIT} rows", style="dim"),
-                          *(Text("") for _ in result.columns[1:]), key="more")
+            rows.append(("more", [Text(f"… more than {USAGE_LIMIT} rows", style="dim"),
+                                  *(Text("") for _ in result.columns[1:])]))
+        table.show_fitted(columns, rows)
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        self.query_one("#usage-agent", SyncedTable).clear(columns=True)
+        self.query_one("#usage-agent", SyncedTable).show_fitted([], [])
         self.notify(safe(message.error, newlines=False).plain, severity="error")

@@ -13,12 +13,13 @@ from textual.binding import Binding, BindingType
 
 from looptrace.replay.diff import Aligned, StepFacts
 
+from ..columns import Column
 from ..format import fmt_int
 from ..messages import StepSelected
 from ..safe import safe_plain
 from .lazy_table import LazyTable, fit
 
-__all__ = ["DiffTable", "pair_texts"]
+__all__ = ["DiffTable", "pair_texts", "LAYOUT", "NAMES"]
 
 ACTION_WIDTH = 58
 DIVERGED = "bold yellow"  # an action that differs from the other run's at the same place
@@ -40,6 +41,14 @@ def pair_texts(pair: Aligned) -> tuple[str, ...]:
 # (heading, right-aligned)
 COLUMNS = (("", False), ("step", True), ("original", False), ("tokens", True),
            ("step", True), ("this run", False), ("tokens", True))
+# Narrow, the tokens go first, then the two sides' actions are cut (viewer.columns; 0 is kept longest).
+LAYOUT: tuple[Column, ...] = (
+    Column("mark", "", 0), Column("a_step", "step", 1, right=True), Column("a_action", "original", 3, least=12),
+    Column("a_tokens", "tokens", 5, right=True), Column("b_step", "step", 2, right=True),
+    Column("b_action", "this run", 4, least=12), Column("b_tokens", "tokens", 6, right=True),
+)
+NAMES = {"mark": "= or ≠", "a_step": "the original's step", "b_step": "this run's step",
+         "a_tokens": "the original's tokens", "b_tokens": "this run's tokens"}  # for the help
 
 
 class DiffTable(LazyTable):
@@ -50,7 +59,7 @@ class DiffTable(LazyTable):
         self.pairs: list[Aligned] = []
         self.first: int | None = None
         self.runs: tuple[str, str] = ("", "")  # the original's id, this run's
-        self.set_columns([Text(key, justify="right" if right else "left") for key, right in COLUMNS])
+        self.set_columns(LAYOUT)
 
     def show(self, runs: tuple[str, str], pairs: list[Aligned], first: int | None) -> None:
         self.runs, self.pairs, self.first = runs, pairs, first

@@ -10,6 +10,10 @@ through), so the screens' snapshots did not change.
 
 Cells are ``rich.text.Text`` with trace text escaped by ``viewer.safe``; they are joined as Text,
 never parsed as markup.
+
+The columns shown are laid out for the table's width by ``viewer.columns`` (again on a resize): whole
+columns hidden in the table's priority order, a cell wider than its column cut with an ellipsis,
+never a heading. Asked for its width (``width: auto``), the table gives what every column wants.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from ..columns import Column, fit_columns
 
 __all__ = ["LazyTable", "CellsFn", "fit"]
 
@@ -103,12 +109,14 @@ class LazyTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self._columns: list[Column] = []
+        self._shown: list[int] = []  # indexes of the columns shown, in order
         self._labels: list[Text] = []
         self._keys: list[str] = []
         self._index: dict[str, int] = {}
         self._cells: CellsFn = lambda index: ()
         self._fitted: list[int] = []  # the widest cell of each column
-        self._widths: list[int] = []  # ... or its label, if wider
+        self._widths: list[int] = []  # the width of each column shown
         # From a change of rows until the next refresh has sized the table, the cursor cannot be
         # scrolled into view yet (the page height is stale): it is scrolled after that refresh.
         self._laid_out = False
@@ -116,8 +124,8 @@ class LazyTable(ScrollView, can_focus=True):
 
     # -- contents ----------------------------------------------------------------------------
 
-    def set_columns(self, labels: Sequence[Text]) -> None:
-        self._labels = list(labels)
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        self._columns = list(columns)
         self._fit()
 
     def set_rows(self, keys: Sequence[str], cells: CellsFn, widths: Sequence[int]) -> None:
@@ -145,10 +153,37 @@ class LazyTable(ScrollView, can_focus=True):
         self.call_after_refresh(self._after_layout)
         self.refresh()
 
+    def _measured(self) -> list[Column]:
+        fitted = self._fitted + [0] * (len(self._columns) - len(self._fitted))
+        return [Column(c.key, c.heading, c.priority, c.least, c.right, w) for c, w in zip(self._columns, fitted)]
+
+    def _room(self) -> int:
+        region = self.content_region
+        if not region.width:  # not laid out yet
+            return self.app.size.width
+        scrollbar = self.styles.scrollbar_size_vertical if len(self._keys) + 1 > region.height else 0
+        return max(1, region.width - scrollbar)
+
     def _fit(self) -> None:
-        fitted = self._fitted + [0] * (len(self._labels) - len(self._fitted))
-        self._widths = [max(label.cell_len, width) for label, width in zip(self._labels, fitted)]
+        columns = self._measured()
+        widths = fit_columns(columns, self._room(), gap=2 * _PAD)
+        self._shown = [i for i, c in enumerate(columns) if c.key in widths]
+        self._widths = [widths[columns[i].key] for i in self._shown]
+        self._labels = [Text(columns[i].heading, justify="right" if columns[i].right else "left")
+                        for i in self._shown]
         self.virtual_size = Size(sum(w + 2 * _PAD for w in self._widths), len(self._keys) + 1)
+
+    @property
+    def shown_columns(self) -> list[str]:
+        """The keys of the columns shown, in order."""
+        return [self._columns[i].key for i in self._shown]
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return sum(c.want + 2 * _PAD for c in self._measured())
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit()
+        self.refresh()
 
     def _after_layout(self) -> None:
         self._laid_out = True
@@ -263,12 +298,16 @@ class LazyTable(ScrollView, can_focus=True):
             pre, post = zebra + cursor, Style.from_color(color=cursor.color)
         else:
             pre, post = zebra, Style.null()
-        return self._strip(self._cells(row), pre, post, scroll_x, width)
+        cells = self._cells(row)
+        return self._strip([cells[i] for i in self._shown if i < len(cells)], pre, post, scroll_x, width)
 
     def _strip(self, cells: Sequence[Text], pre: Style, post: Style, x: int, width: int) -> Strip:
         """One line: ``pre`` under the cells and to the right of them, ``post`` over the cells."""
         line = Text(end="", no_wrap=True)
         for cell, column_width in zip(cells, self._widths):
+            if cell.cell_len > column_width:
+                cell = cell.copy()
+                cell.truncate(column_width, overflow="ellipsis")
             room = column_width - cell.cell_len
             left = room if cell.justify == "right" else room // 2 if cell.justify == "center" else 0
             # As Rich justifies a cell: padded in its own style inside the column (a highlight fills

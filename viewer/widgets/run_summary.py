@@ -1,8 +1,14 @@
-"""A run's header: agent, status, task and totals, and its links to other runs."""
+"""A run's header: agent, status, task and totals, and its links to other runs.
+
+The first line's fields (agent, status, run id, model, start) are laid out for the widget's width:
+a field that does not fit moves to the next line whole, rather than a date wrapping away from its
+time (``started 2026-12-04`` / ``21:09:59`` at 120 columns).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from ..badges import status_badge
@@ -10,17 +16,33 @@ from ..data import RunDetail
 from ..format import fmt_cost, fmt_int, fmt_seconds, fmt_time
 from ..safe import safe
 
-__all__ = ["RunSummary", "summary_text"]
+__all__ = ["RunSummary", "summary_text", "packed"]
 
 
-def summary_text(d: RunDetail) -> Text:
+def packed(fields: list[Text], width: int | None, sep: str = "  ") -> Text:
+    """``fields`` joined by ``sep`` on lines of at most ``width`` cells, none split between lines
+    (one wider than a line alone wraps as any text does)."""
+    text, line = Text(), 0
+    for field in fields:
+        if line and width is not None and line + len(sep) + field.cell_len > width:
+            text.append("\n")
+            line = 0
+        elif line:
+            text.append(sep)
+            line += len(sep)
+        text.append_text(field)
+        line += field.cell_len
+    return text
+
+
+def summary_text(d: RunDetail, width: int | None = None) -> Text:
     r = d.run
-    text = Text.assemble(
-        safe(r.agent, newlines=False, width=60, style="bold"), "  ", status_badge(r.status, solid=True),
-        ("  run ", "dim"), safe(r.run_id, newlines=False),
-        ("  model ", "dim"), safe(r.model, newlines=False, width=40),
-        ("  started ", "dim"), fmt_time(r.started_at),
-    )
+    text = packed([
+        safe(r.agent, newlines=False, width=60, style="bold"), status_badge(r.status, solid=True),
+        Text.assemble(("run ", "dim"), safe(r.run_id, newlines=False)),
+        Text.assemble(("model ", "dim"), safe(r.model, newlines=False, width=40)),
+        Text.assemble(("started ", "dim"), fmt_time(r.started_at)),
+    ], width)
     text.append("\ntask  ", style="dim")
     text.append_text(safe(r.task, newlines=False, width=300))
     text.append(
@@ -49,5 +71,12 @@ def summary_text(d: RunDetail) -> Text:
 
 
 class RunSummary(Static):
+    _detail: RunDetail | None = None
+
     def show(self, detail: RunDetail) -> None:
-        self.update(summary_text(detail))
+        self._detail = detail
+        self.update(summary_text(detail, self.content_region.width or None))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._detail is not None:
+            self.update(summary_text(self._detail, self.content_region.width or None))

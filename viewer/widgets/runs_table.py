@@ -1,9 +1,11 @@
 """The runs table: one row per run, keyed by run id, with badges for status and diagnosis.
 
-Column priority: the columns that answer "did it fail, and how" (status, diagnosis) are never cut;
-the free text (agent, task, model) gives up width first, in that order of keeping, so that at 80
-columns every run's status and diagnosis show in full and at 120 the numbers do too. ``free_widths``
-is the rule, a pure function of the table's width and the other columns' widths.
+Column priority (``RUN_COLUMNS``, laid out by ``viewer.columns``): the columns that answer "did it
+fail, and how" (status, diagnosis) go last, then when it started and which agent it was (the agent's
+name whole: two agents that share a prefix must not look alike), then the numbers, then the task and
+the model, which give way first; the column the runs are sorted by comes right after status and
+diagnosis. At 80 columns a run shows started, agent, status and diagnosis; at 120 the numbers too;
+the task and model need about 150.
 """
 
 from __future__ import annotations
@@ -15,50 +17,29 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 
 from ..badges import label_badge, status_badge
+from ..columns import Column
 from ..data import RunRow
 from ..format import fmt_compact, fmt_cost, fmt_int, fmt_seconds, fmt_short_time
 from ..safe import safe
 from .synced_table import SyncedTable
 
-__all__ = ["RunsTable", "RUN_COLUMNS", "run_cells", "free_widths", "FREE", "CORE"]
+__all__ = ["RunsTable", "RUN_COLUMNS", "run_cells"]
 
-# (sort name from data.SORTS or None, heading, numeric)
-RUN_COLUMNS: tuple[tuple[str | None, str, bool], ...] = (
-    ("started", "started", False),
-    ("agent", "agent", False),
-    ("task", "task", False),
-    ("model", "model", False),
-    ("status", "status", False),
-    ("diagnosis", "diagnosis", False),
-    ("steps", "steps", True),
-    ("tokens", "tokens", True),
-    ("cost", "cost", True),
-    ("duration", "duration", True),
-    (None, "sub", True),
+# In the table's order; key: the sort name from data.SORTS, or the heading. priority 0 is kept longest.
+RUN_COLUMNS: tuple[Column, ...] = (
+    Column("started", "started", priority=2),
+    Column("agent", "agent", priority=3, least=16),
+    Column("task", "task", priority=9, least=16),
+    Column("model", "model", priority=10, least=8),
+    Column("status", "status", priority=0),
+    Column("diagnosis", "diagnosis", priority=1),
+    Column("steps", "steps", priority=4, right=True),
+    Column("tokens", "tokens", priority=5, right=True),
+    Column("cost", "cost", priority=6, right=True),
+    Column("duration", "duration", priority=7, right=True),
+    Column("sub", "sub", priority=8, right=True),
 )
-
-
-FREE = ("agent", "task", "model")  # free text, kept in this order; it gives up width first
-CORE = ("started", "status", "diagnosis")  # always shown in full, with the free text's minimum beside them
-FREE_MIN = 20  # columns of free text kept even when the numbers then run off the right edge
-_PAD = 2  # a DataTable cell's padding, both sides
-_SHORTEST = 6  # a free column given less than this shows nothing rather than two letters
-
-
-def free_widths(total: int, natural: dict[str, int]) -> dict[str, int]:
-    """Widths of the free-text columns in a table ``total`` columns wide, given every column's
-    ``natural`` width (its widest cell or heading). The numbers keep their room when the free text
-    can still have ``FREE_MIN`` columns; below that the free text keeps ``FREE_MIN`` and the numbers
-    (the right end of the table) run off the edge, still reachable by scrolling."""
-    fixed = {k: w + _PAD for k, w in natural.items() if k not in FREE}
-    core = sum(w for k, w in fixed.items() if k in CORE)
-    budget = max(total - sum(fixed.values()), min(FREE_MIN, total - core)) - _PAD * len(FREE)
-    out = {}
-    for key in FREE:
-        width = min(natural.get(key, 0), max(0, budget))
-        out[key] = width if width >= _SHORTEST else 0
-        budget -= out[key]
-    return out
+SORTED_PRIORITY = 1.5  # the sort column's: after status and diagnosis, before the rest
 
 
 def _num(text: str) -> Text:
@@ -66,7 +47,7 @@ def _num(text: str) -> Text:
 
 
 def run_cells(r: RunRow) -> list[Text]:
-    agent = safe(r.agent, newlines=False, width=22)
+    agent = safe(r.agent, newlines=False, width=40)
     if r.is_child:
         kind = "replay" if r.replay_of else "fork" if r.forked_from else "sub"
         agent = Text.assemble((f"↳{kind} ", "dim"), agent)
@@ -89,44 +70,19 @@ class RunsTable(SyncedTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
     _rows: Sequence[RunRow] = ()
     _sort: str | None = None
+    _arrow = ""
 
-    def on_mount(self) -> None:
-        for sort, heading, numeric in RUN_COLUMNS:
-            self.add_column(Text(heading, justify="right" if numeric else "left"), key=sort or heading)
+    def columns_now(self) -> list[Column]:
+        """``RUN_COLUMNS`` with the sort's arrow in its heading (counted in its width); the column the
+        runs are sorted by is kept next after status and diagnosis (SORTED_PRIORITY)."""
+        return [Column(c.key, c.heading + self._arrow, min(c.priority, SORTED_PRIORITY), c.least, c.right)
+                if c.key == self._sort else c for c in RUN_COLUMNS]
 
     def show(self, rows: Sequence[RunRow]) -> None:
         self._rows = rows
-        cells = [(r.run_id, run_cells(r)) for r in rows]
-        natural = {key or heading: max([len(heading) + (2 if key == self._sort else 0)]
-                                       + [c[i].cell_len for _, c in cells])
-                   for i, (key, heading, _) in enumerate(RUN_COLUMNS)}
-        width = self.scrollable_content_region.width or self.app.size.width
-        widths = free_widths(width, natural)
-        index = {key or heading: i for i, (key, heading, _) in enumerate(RUN_COLUMNS)}
-        for key, w in widths.items():
-            column = self.columns.get(key)  # type: ignore[call-overload]
-            if column is not None:
-                column.auto_width, column.width = False, w
-            for _, c in cells:  # cut with an ellipsis here: DataTable would crop without one
-                c[index[key]].truncate(w, overflow="ellipsis")
-        self._clear_caches()
-        self.sync(cells)
-        self.refresh()
-
-    def on_resize(self) -> None:
-        if self._rows:
-            self.show(self._rows)
+        self.show_fitted(self.columns_now(), [(r.run_id, run_cells(r)) for r in rows])
 
     def mark_sort(self, sort: str, descending: bool) -> None:
         """Show the sort column and direction in the column headings."""
-        self._sort = sort
-        for key, heading, numeric in RUN_COLUMNS:
-            column = self.columns.get(key or heading)  # type: ignore[call-overload]
-            if column is None:
-                continue
-            arrow = (" ▼" if descending else " ▲") if key == sort else ""
-            column.label = Text(heading + arrow, justify="right" if numeric else "left")
-            column.content_width = max(column.content_width, column.label.cell_len)
-        if self._rows:
-            self.show(self._rows)
-        self.refresh()
+        self._sort, self._arrow = sort, (" ▼" if descending else " ▲")
+        self.show(self._rows)

@@ -7,18 +7,20 @@ is drawn, never kept for the whole run; fitting the columns measures plain strin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
 
+from ..columns import Column
 from ..data import TimelineStep
 from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
 from ..messages import StepHighlighted, StepSelected
 from ..safe import safe_plain
 from .lazy_table import LazyTable, fit
 
-__all__ = ["Timeline", "step_cells", "step_texts", "HIGHLIGHT"]
+__all__ = ["Timeline", "step_cells", "step_texts", "HIGHLIGHT", "LAYOUT", "MARKS"]
 
 HIGHLIGHT = "bold black on yellow"  # steps named by the primary diagnosis
 # The error mark comes early so it is visible however narrow the table is; its type comes last.
@@ -75,6 +77,17 @@ def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]
 
 COMPACT = 5  # columns kept beside a step view: step, marks, tool, args
 
+# Which columns give way first when the table is narrow (viewer.columns; 0 is kept longest): the step,
+# its marks and what it did stay; the error's type, then the cost, go first. ``least``: a tool or its
+# arguments cut with an ellipsis rather than hidden.
+PRIORITY = {"step": 0, "mark": 1, "err": 2, "tool": 3, "args": 4, "tokens": 5, "context": 6, "obs": 7,
+            "error": 8, "cost": 9}
+LEAST = {"tool": 10, "args": 16, "error": 12}
+MARKS = {"mark": "◆", "err": "✗"}  # what the help calls the two columns without a heading
+LAYOUT: tuple[Column, ...] = tuple(
+    Column(key, "" if key in ("mark", "err") else key, PRIORITY[key], LEAST.get(key, 0), numeric)
+    for key, numeric in COLUMNS)
+
 
 class Timeline(LazyTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
@@ -82,8 +95,9 @@ class Timeline(LazyTable):
     def __init__(self, *, compact: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns_shown = COLUMNS[:COMPACT] if compact else COLUMNS
-        self.set_columns([Text("" if key in ("mark", "err") else key, justify="right" if numeric else "left")
-                          for key, numeric in self.columns_shown])
+        # Beside a step view (at most half the screen) the arguments may be cut shorter.
+        self.set_columns([replace(c, least=12) if c.key == "args" else c for c in LAYOUT[:COMPACT]]
+                         if compact else LAYOUT)
 
     def show(self, steps: Sequence[TimelineStep], diagnosed: tuple[int, int] | None) -> None:
         shown = list(steps)

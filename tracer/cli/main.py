@@ -13,6 +13,7 @@ import functools
 import importlib
 import logging
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,16 +27,18 @@ COMMANDS_GROUP = "looptrace.commands"  # entry-point group: a module with ``regi
 # package's metadata, since ``importlib.metadata`` alone costs a ``looptrace sql`` about a tenth of
 # its CPU. Each is also declared as an entry point (tests/test_layout.py checks they agree).
 QUICK_COMMANDS = {"sql": "looptrace.tracer.query.commands"}
+DESCRIPTION_WIDTH = 78  # a command's --help description, read whole at 80 columns
 
 
 def add_command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, example: str
 ) -> argparse.ArgumentParser:
-    """A subcommand whose --help ends with an example."""
+    """A subcommand whose --help ends with an example. Its description is wrapped to ``DESCRIPTION_WIDTH``
+    here (the raw formatter, which keeps the example's layout, would print it on one line)."""
     return sub.add_parser(
         name,
         help=help,
-        description=help,
+        description=textwrap.fill(help, DESCRIPTION_WIDTH, break_on_hyphens=False),
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -23,7 +23,8 @@ from typing import Any, TextIO
 from .plural import count
 from .terminal import visible
 
-__all__ = ["format_table", "write_rows", "cell_text", "rich_table", "fits", "vertical_lines", "MAX_WRAPPED"]
+__all__ = ["format_table", "write_rows", "cell_text", "rich_table", "fits", "column_widths", "vertical_lines",
+           "MAX_WRAPPED"]
 
 MAX_CELL = 60
 MAX_WRAPPED = 500  # characters of one value in a wrapped table, unless --full
@@ -65,20 +66,40 @@ def _numeric(rows: Sequence[Sequence[Any]], i: int) -> bool:
     return bool(rows) and all(isinstance(row[i], (int, float, Decimal)) or row[i] is None for row in rows)
 
 
-def rich_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, full: bool = False) -> Any:
+def column_widths(columns: Sequence[str], cells: list[list[str]], width: int) -> list[int]:
+    """Each column's width in a table ``width`` wide (3 blanks between columns): what its heading and
+    values need if all fit, else its heading and at least ``READABLE`` characters of its values (as
+    ``fits`` counts), the room left going to the first columns that want more. A heading is never
+    split: rich, left to squeeze a table, split ``output_tokens`` into ``output_toke`` / ``ns`` at
+    80 columns."""
+    heads = [len(visible(h, newlines=False)) for h in columns]
+    want = [max([h] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    widths = [max(h, min(READABLE, w)) for h, w in zip(heads, want)]
+    left = width - sum(widths) - 3 * (len(widths) - 1)
+    for i, w in enumerate(want):
+        grow = max(0, min(left, w - widths[i]))
+        widths[i] += grow
+        left -= grow
+    return widths
+
+
+def rich_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, full: bool = False,
+               width: int | None = None) -> Any:
     """A ``rich.table.Table`` of the rows: every cell escaped text (never markup), long values
-    wrapped inside their column, and cut at ``MAX_WRAPPED`` characters unless ``full``."""
+    wrapped inside their column, and cut at ``MAX_WRAPPED`` characters unless ``full``; in a table
+    ``width`` wide, the columns are as ``column_widths`` lays them out."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    texts = [[c if full else _clip(c, MAX_WRAPPED) for c in map(cell_text, row)] for row in rows]
+    widths = column_widths(columns, texts, width) if width is not None else [None] * len(columns)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for i, name in enumerate(columns):
         table.add_column(Text(visible(name, newlines=False)), justify="right" if _numeric(rows, i) else "left",
-                         overflow="fold")
-    for row in rows:
-        cells = (cell_text(v) for v in row)
-        table.add_row(*(Text(c if full else _clip(c, MAX_WRAPPED)) for c in cells))
+                         overflow="fold", width=widths[i])
+    for row in texts:
+        table.add_row(*(Text(c) for c in row))
     return table
 
 
@@ -100,8 +121,9 @@ def _plain_lines(columns: Sequence[str], cells: list[list[str]], numeric: list[b
 
 
 def fits(columns: Sequence[str], cells: list[list[str]], width: int) -> bool:
-    """Whether a table of ``cells`` can give every column ``READABLE`` characters (or all it needs)."""
-    need = [min(READABLE, max([len(visible(h, newlines=False))] + [len(r[i]) for r in cells]))
+    """Whether a table of ``cells`` can give every column its whole heading and ``READABLE``
+    characters (or all its values need)."""
+    need = [max(len(visible(h, newlines=False)), min(READABLE, max([0] + [len(r[i]) for r in cells])))
             for i, h in enumerate(columns)]
     return sum(need) + 3 * (len(need) - 1) <= width
 
@@ -138,7 +160,7 @@ def _print_table(out: TextIO, columns: Sequence[str], rows: Sequence[Sequence[An
         console = Console(file=io.StringIO(), width=width, highlight=False, emoji=False, markup=False,
                           soft_wrap=False, force_terminal=tty, no_color=not tty)
         with console.capture() as captured:
-            console.print(rich_table(columns, rows, full=full))
+            console.print(rich_table(columns, rows, full=full, width=width))
         # Rich pads every line to the table's width; trailing blanks only get in the way of a pipe.
         lines = [line.rstrip() for line in captured.get().splitlines()]
     out.write("\n".join(lines) + "\n")

@@ -49,17 +49,25 @@ class _Progress:
 
 
 def _formats() -> int:
-    from .formats import DESCRIPTIONS
+    from .listing import DESCRIPTIONS, format_lines
     from .registry import GROUP, plugins
 
     found, broken = plugins()
-    for name, description in DESCRIPTIONS.items():
-        print(f"{name:16} {description}")
-    for importer in found:
-        print(f"{importer.name:16} {importer.description} (plug-in)")
-    for name, reason in broken:
-        print(f"{name:16} could not be loaded from the {GROUP} entry points: {reason}")
+    rows = [*DESCRIPTIONS.items(), *((i.name, f"{i.description} (plug-in)") for i in found),
+            *((name, f"could not be loaded from the {GROUP} entry points: {reason}") for name, reason in broken)]
+    for line in format_lines(rows):
+        print(line)
     return 0
+
+
+def _plugin_names() -> list[str]:
+    """The names the installed plug-ins declare, read from their metadata without loading them (a
+    broken one is reported by --formats, not by --help)."""
+    from importlib.metadata import entry_points
+
+    from .registry import GROUP
+
+    return sorted({ep.name for ep in entry_points(group=GROUP)})
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -126,11 +134,11 @@ def _interrupted(db: str, report: ImportReport) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .listing import help_list
+
     p = add_command(
-        sub, "import", "Import trajectory files or folders of them (Inspect AI .eval/.json logs, SWE-agent "
-        ".traj/.traj.gz, mini-swe-agent 1.x/2.x .traj.json, OpenHands event streams, Claude Code sessions, "
-        "tau-bench and other OpenAI-style transcripts or bare message lists, OTLP JSON files) as runs; "
-        "--formats lists them all, plug-ins included.",
+        sub, "import", f"Import trajectory files or folders of them as runs: {help_list(_plugin_names())}. "
+        "--formats says what each reads.",
         f"looptrace import runs/ more.traj.gz --db {DEFAULT_DB}",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="a file or a folder (searched recursively)")

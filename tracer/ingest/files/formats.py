@@ -21,6 +21,7 @@ from . import (agentchat, claude_code, codex_cli, crewai_log, gemini_cli, generi
                openai_chat, openhands, sweagent)
 from .detect import FORMATS, detect, is_candidate, loads, read_document
 from .errors import TrajectoryFormatError
+from .listing import DESCRIPTIONS  # what `looptrace import --formats` prints (docs/importers.md has the mapping)
 from .registry import plugins
 from .trajectory import Trajectory
 
@@ -42,34 +43,6 @@ PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     "autogen-agentchat": agentchat.parse,
     "crewai": crewai_log.parse,
 }
-
-# What `looptrace import --formats` prints for the built-in formats (docs/importers.md has the mapping).
-DESCRIPTIONS: dict[str, str] = {
-    "swe-agent": "SWE-agent 0.x/1.x trajectories (.traj, .traj.gz)",
-    "mini-swe-agent": "mini-swe-agent 1.x (bash blocks) and 2.x (tool calls) trajectories (.traj.json)",
-    "openai-chat": "OpenAI-style tool-calling transcripts: tau-bench results, {messages: [...]}, bare "
-                   "message lists (JSON, JSONL one run per line, or Python literals)",
-    "chat": "chat transcripts without tool calls, multi-agent logs included: AutoGen/AG2 group chats (code "
-            "blocks and exitcode replies as tool calls), Magentic-One orchestrator logs (agents as roles)",
-    "inspect-ai": "Inspect AI eval logs (.eval archives and .json), one run per sample and epoch",
-    "openhands": "OpenHands event streams (trajectory exports, evaluation output.jsonl, "
-                 "[action, observation] pairs)",
-    "autogen-agentchat": "AutoGen AgentChat task results ({messages: [{source, type, content}], stop_reason}): "
-                         "Magentic-One and other teams, each agent's turns also a sub-run",
-    "crewai": "CrewAI task logs (Crew(output_log_file=...json)), each agent's tasks also a sub-run",
-    "claude-code": "Claude Code session transcripts (~/.claude/projects/*/*.jsonl), subagents as sub-runs",
-    "codex-cli": "OpenAI Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), one run per session",
-    "gemini-cli": "Google Gemini CLI session logs (~/.gemini/tmp/*/chats/session-*.jsonl), one run per session",
-    "otlp-json": "OTLP JSON trace files (the Collector's file exporter), mapped as `looptrace collect` does",
-    "span-tree": "nested span-tree exports ({trace_id, spans: [{span_id, span_attributes, child_spans}]}), "
-                 "mapped as OTLP",
-    "phoenix-spans": "Phoenix span dataframes (context.span_id, parent_id, attributes.*) as JSON or Parquet",
-    "jaeger-json": "Jaeger JSON trace downloads (data[].spans[] with references and tags), mapped as OTLP",
-    "zipkin-json": "Zipkin v2 JSON spans, mapped as OTLP",
-    "otel-sdk-json": "the OpenTelemetry SDK's own span JSON (ConsoleSpanExporter, ReadableSpan.to_json: one "
-                     "object per span, a list, JSON lines or {spans: [...]}), mapped as OTLP",
-}
-
 
 def iter_lines(path: Path) -> Iterator[Any]:
     """The parsed lines of a JSONL file (blank lines skipped), read one at a time, never the whole

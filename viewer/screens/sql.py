@@ -52,7 +52,7 @@ class SqlScreen(ViewerScreen):
         "ctrl+r (or ctrl+enter where the terminal sends it) runs the query; F2-F5 load an example,\n"
         "F1 shows this help. Tab moves between the editor and the results.\n\n"
         "Too narrow for every column of a result, the table shows the first columns whole and hides the\n"
-        "rest (the status line names them); a text column may be cut with … to fit."
+        "rest (the status line names them: select fewer to see them); a text column may be cut with … to fit."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run", priority=True),
@@ -107,7 +107,7 @@ class SqlScreen(ViewerScreen):
         text.append(f" in {result.seconds:.3f} s", style="dim")
         hidden = self.query_one(ResultsTable).hidden
         if hidden:  # the table shows whole columns only: say which did not fit, and how to see them
-            text.append(f" · not shown at this width: {', '.join(hidden)} (select fewer columns)", style="yellow")
+            text.append(f" · too narrow for: {', '.join(hidden)}", style="yellow")
         self._status(text)
 
     def on_resize(self) -> None:

@@ -78,9 +78,10 @@ def step_cells(s: TimelineStep, diagnosed: tuple[int, int] | None) -> list[Text]
 COMPACT = 5  # columns kept beside a step view: step, marks, tool, args
 
 # Which columns give way first when the table is narrow (viewer.columns; 0 is kept longest): the step,
-# its marks and what it did stay; the error's type, then the cost, go first. ``least``: a tool or its
-# arguments cut with an ellipsis rather than hidden.
-PRIORITY = {"step": 0, "mark": 1, "err": 2, "tool": 3, "args": 4, "tokens": 5, "context": 6, "obs": 7,
+# its marks and what it did stay; the observation's size before the context's (the charts below the
+# table draw the context per step); the error's type, then the cost, go first. ``least``: a tool or
+# its arguments cut with an ellipsis rather than hidden.
+PRIORITY = {"step": 0, "mark": 1, "err": 2, "tool": 3, "args": 4, "tokens": 5, "obs": 6, "context": 7,
             "error": 8, "cost": 9}
 LEAST = {"tool": 10, "args": 16, "error": 12}
 MARKS = {"mark": "◆", "err": "✗"}  # what the help calls the two columns without a heading

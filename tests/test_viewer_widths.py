@@ -153,8 +153,15 @@ def _run_at(db: Path, size: tuple[int, int]) -> None:
         _help_is_whole(app, width)
         await pilot.press("escape", "escape")
 
-        # The usage screen's tables: headings whole (at the narrowest only: its roll-ups take seconds).
         assert isinstance(app.screen, RunsScreen)
+        if width == 100:  # narrowed while open: laid out again for the new width
+            await pilot.resize_terminal(80, 24)
+            await settle(pilot)
+            await pilot.pause(0.1)
+            header = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("started"))
+            assert _heading_tokens(header) == ["started", "agent", "status", "diagnosis"], header
+            assert table.virtual_size.width <= 80
+        # The usage screen's tables: headings whole (at the narrowest only: its roll-ups take seconds).
         if width > 80:
             return
         await pilot.press("u")

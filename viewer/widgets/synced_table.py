@@ -64,6 +64,7 @@ class SyncedTable(DataTable[Text]):
         else:
             for column in self.ordered_columns:
                 column.auto_width, column.width = False, widths[str(column.key.value)]
+            self._require_update_dimensions = True  # the virtual width follows the new widths (on idle)
             self._sync_fitted(rows, shown, widths)
         self.widths = widths
         self._clear_caches()

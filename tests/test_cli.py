@@ -149,3 +149,16 @@ def test_the_plain_table_is_the_table_rich_prints(rows: list[tuple[object, ...]]
         console.print(rich_table(columns, rows))
     expected = [line.rstrip() for line in captured.get().splitlines()]
     assert ours.getvalue().splitlines()[:-1] == expected
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(store: Path) -> None:
+    # `looptrace sql ... | head -1`: the reader closes the pipe after its first line.
+    proc = subprocess.Popen([PYTHON, "-m", "looptrace.tracer.cli", "sql", "--format", "csv",
+                             "SELECT range AS n FROM range(200000)", "--db", str(store)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=python_env(), cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == b"n"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

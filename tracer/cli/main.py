@@ -12,6 +12,7 @@ import argparse
 import functools
 import importlib
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -100,4 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`looptrace sql ... | head`): that is its choice, not an error worth a traceback.
+        # Python flushes stdout again at exit, so point it at /dev/null first or that flush raises too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a writer ended by SIGPIPE
 

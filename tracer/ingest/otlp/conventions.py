@@ -39,6 +39,11 @@ from .attributes import (  # the span readers, shared within this package
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
 
+# The agent a model or tool span names as its caller (GenAI, OpenInference, OpenLLMetry's propagated workflow);
+# not ``traceloop.entity.name``, which on a call's span names the tool or task itself.
+_CALLS_AGENT = tuple(k for k in _AGENT_NAME if k != "traceloop.entity.name")
+
+
 def _order(s: PlainSpan) -> tuple[int, str]:
     return (s.start_ns or 0, s.span_id)
 
@@ -248,6 +253,10 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     s = run.span
     a: Mapping[str, Any] = s.attributes if s is not None else {}
     service = next((x.resource.get("service.name") for x in spans if x.resource.get("service.name")), None)
+    # Until the root arrives (a run still going), the agent is the one its calls name, not the process's
+    # service.name: an `agent:` filter finds the run while it runs. The root's own name wins once it lands.
+    called = None if s is not None else next(
+        (str(v) for x in sorted(run.calls, key=_order) if (v := _first(x.attributes, _CALLS_AGENT))), None)
     # An agent's span is named for it (smolagents: "file_agent.run", the agent its manager calls "file_agent").
     named = agent_called(s.name, {}, ()) if s is not None and run.role is not None else None
     ended = s is not None and s.end_ns is not None
@@ -257,7 +266,7 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     return {
         "run_id": run.run_id, "recorded_at": ts(s.end_ns if ended and s is not None else last_seen),
         "parent_run_id": run.parent_run_id, "source": source,
-        "agent": _text(_first(a, _AGENT_NAME) or named or service or (s.name if s is not None else None)),
+        "agent": _text(_first(a, _AGENT_NAME) or named or called or service or (s.name if s is not None else None)),
         "task": _text(_first(a, ("input.value", "traceloop.entity.input"))
                       or _user_text(_messages(a, "gen_ai.input.messages", ())[0]) or task),
         "model": _text(_first(a, _MODEL_NAME) or next((_first(m.attributes, _MODEL_NAME) for m in models),

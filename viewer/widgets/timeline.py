@@ -56,6 +56,8 @@ def step_texts(s: TimelineStep, marked: bool) -> tuple[str, ...]:
     error = ", ".join(s.error_types) or ("error" if s.is_error else "")
     if s.call_error:
         error = ", ".join(filter(None, (error, f"model call: {call_error_kind(s.call_error)}")))
+    elif s.call_missing:
+        error = ", ".join(filter(None, (error, "model call missing")))
     return (
         f"{s.step}", "◆" if marked else " ", "✗" if s.failed else " ",
         safe_plain(_tools(s), newlines=False, width=24), safe_plain(args, newlines=False, width=30),

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from ..badges import status_badge
 from ..data import RunDetail
-from ..format import fmt_cost, fmt_int, fmt_seconds, fmt_time, unknown_or
+from ..format import fmt_cost, fmt_int, fmt_seconds, fmt_time
 from ..safe import safe
 
 __all__ = ["RunSummary", "summary_text"]
@@ -23,11 +23,10 @@ def summary_text(d: RunDetail) -> Text:
     )
     text.append("\ntask  ", style="dim")
     text.append_text(safe(r.task, newlines=False, width=300))
-    tokens = ("tokens unknown" if r.input_tokens is None and r.output_tokens is None
-              else f"tokens {unknown_or(r.input_tokens)} in / {unknown_or(r.output_tokens)} out")
     text.append(
-        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls · {tokens}"
-        f" · {fmt_cost(r.cost_usd) if r.cost_usd is not None else 'cost unknown'} · {fmt_seconds(r.seconds)}"
+        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls"
+        f" · tokens {fmt_int(r.input_tokens)} in / {fmt_int(r.output_tokens)} out"
+        f" · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
     )
     missing = [s.step for s in d.steps if s.call_missing]
     if missing:  # a span batch the client dropped: those steps are read from later requests

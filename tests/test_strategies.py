@@ -179,8 +179,11 @@ def test_a_failed_planner_call_ends_the_run_with_its_status(db: Path, make_worke
 
     assert (result.status, result.children) == ("error", [])
     assert "BadRequestError" in (result.error or "")
-    parent, _ = tree(db, result)
-    assert (parent["status"], parent["error"], parent["n_llm_calls"]) == ("error", result.error, 1)
+    # Its one call was refused: no usage was reported, so the store's totals are unknown (NULL), not 0.
+    assert (result.input_tokens, result.output_tokens, result.cost_usd) == (0, 0, 0.0)  # the loop's own tally
+    [(status, error, calls, tokens, cost)] = query(
+        db, "SELECT status, error, n_llm_calls, input_tokens, cost_usd FROM runs WHERE run_id = ?", [result.run_id])
+    assert (status, error, calls, tokens, cost) == ("error", result.error, 1, None, None)
 
 
 @pytest.mark.parametrize(("text", "steps"), [

@@ -24,13 +24,14 @@ import duckdb
 
 from looptrace.replay.diff import RunDiff, diff_runs, load_step_facts
 from looptrace.tracer.query.sql import QueryResult, run_query
+from looptrace.tracer.records.conventions import MODEL_CALL_MISSING
 from looptrace.tracer.store import Store
 
 from .filters import RunFilter
 from .format import pretty_json
 from .live import live_findings
 from .queries import (
-    ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FULL_STEP_SQL, ORIGIN_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
+    ACTIONS_SQL, CHILDREN_SQL, DIAGNOSES_SQL, FAILED_CALLS_SQL, FULL_STEP_SQL, ORIGIN_SQL, RUN_COUNT_SQL, RUN_SQL, RUNS_SQL, SORTS,
     STEP_CALLS_SQL, STEP_LLM_SQL, STEP_REDACTIONS_SQL, TIMELINE_SQL,
 )
 
@@ -128,6 +129,13 @@ class TimelineStep:
     is_error: bool
     error_types: tuple[str, ...]
     action_key: str | None  # equal keys, equal actions (tools and arguments); None for no tool call
+    call_error: str | None = None  # the step's model call failed: its error (the step is not an answer)
+    call_missing: bool = False  # the trace lost the step's model call (a dropped span batch)
+
+    @property
+    def failed(self) -> bool:
+        """A tool call or the model call of the step failed."""
+        return self.is_error or self.call_error is not None
 
 
 @dataclass(frozen=True)
@@ -203,6 +211,11 @@ class StepDetail:
     more_redactions: bool = False
 
     @property
+    def call_missing(self) -> bool:
+        """The trace lost this step's model call (a ``model_call_missing`` event on the step)."""
+        return f'"{MODEL_CALL_MISSING}"' in (self.events or "")
+
+    @property
     def hidden_bytes(self) -> int:
         """Bytes of thought, arguments and observations cut from this view."""
         shown = len((self.thought or "").encode()) + sum(
@@ -251,13 +264,14 @@ def list_runs(
     )
 
 
-def _timeline_step(r: dict[str, Any]) -> TimelineStep:
+def _timeline_step(r: dict[str, Any], failed: dict[int, str]) -> TimelineStep:
     return TimelineStep(
         step=r["step"], tools=tuple(r["tools"] or ()), args=tuple(r["args"] or ()),
         observation_bytes=int(r["observation_bytes"] or 0), input_tokens=r["input_tokens"],
         output_tokens=r["output_tokens"], context_tokens=r["context_tokens"],
         cost_usd=r["cost_usd"], is_error=bool(r["is_error"]),
         error_types=tuple(r["error_types"] or ()), action_key=r["action_key"],
+        call_error=failed.get(r["step"]), call_missing=bool(r["call_missing"]),
     )
 
 
@@ -268,13 +282,14 @@ def load_run(store: Store, run_id: str, *, limit: int = TIMELINE_LIMIT) -> RunDe
         if not info:
             return None
         steps = _rows(conn, TIMELINE_SQL, {"run_id": run_id, "limit": limit + 1})
+        failed = dict(conn.execute(FAILED_CALLS_SQL, {"run_id": run_id, "limit": limit + 1}).fetchall())
         diagnoses = _rows(conn, DIAGNOSES_SQL, {"run_id": run_id, "limit": DIAGNOSES_LIMIT})
         children = conn.execute(CHILDREN_SQL, {"run_id": run_id}).fetchone()
     i = info[0]
     run = RunInfo(**{**i, "n_steps": i["n_steps"] or 0, "n_llm_calls": i["n_llm_calls"] or 0})
     shown, more = _bounded(steps, limit)
     return RunDetail(
-        run, [_timeline_step(r) for r in shown], more, [DiagnosisRow(**d) for d in diagnoses],
+        run, [_timeline_step(r, failed) for r in shown], more, [DiagnosisRow(**d) for d in diagnoses],
         int(children[0]) if children else 0,
     )
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 __all__ = [
     "UNKNOWN", "fmt_int", "fmt_compact", "fmt_cost", "fmt_seconds", "fmt_bytes", "fmt_time", "fmt_short_time",
-    "short_args", "pretty_json", "evidence_lines",
+    "short_args", "pretty_json", "evidence_lines", "call_error_kind", "unknown_or",
 ]
 
 
@@ -16,6 +19,11 @@ UNKNOWN = "-"  # a count or cost the store does not know (NULL): never shown as 
 
 def fmt_int(n: int | float | None) -> str:
     return UNKNOWN if n is None else f"{int(n):,}"
+
+
+def unknown_or(n: int | float | None, fmt: Callable[[Any], str] = fmt_int) -> str:
+    """A number in running text: the word "unknown" where a table cell would show ``UNKNOWN``."""
+    return "unknown" if n is None else fmt(n)
 
 
 def fmt_compact(n: int | float | None) -> str:
@@ -114,3 +122,20 @@ def evidence_lines(text: str | None) -> str:
         f"{str(k).ljust(width)}  {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
         for k, v in value.items()
     )
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_STATUS = re.compile(r"\b(?:[Ee]rror code|[Ss]tatus(?: code)?|HTTP)[:= ]+(\d{3})\b")
+
+
+def call_error_kind(error: str, width: int = 32) -> str:
+    """A failed model call's error in a few words: ``ModelError: BadRequestError: Error code: 400 - {...}``
+    becomes ``BadRequestError 400`` (the innermost exception name of the leading chain, and the HTTP status)."""
+    name = None
+    for part in error.split(": ")[:4]:  # "Outer: Inner: message": the names come first
+        if not _NAME.fullmatch(part.strip()):
+            break
+        name = part.strip()
+    status = _STATUS.search(error[:500])
+    kind = " ".join(filter(None, (name, status.group(1) if status else None))) or " ".join(error.split())
+    return kind if len(kind) <= width else kind[: width - 1] + "…"

@@ -7,10 +7,11 @@ is picked by name from ``SORTS``, never built from input.
 from __future__ import annotations
 
 from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
+from looptrace.tracer.records.conventions import MODEL_CALL_MISSING
 
 __all__ = [
     "SORTS", "RUNS_SQL", "RUN_COUNT_SQL", "RUN_SQL", "CHILDREN_SQL", "TIMELINE_SQL", "ACTIONS_SQL",
-    "DIAGNOSES_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "STEP_REDACTIONS_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
+    "DIAGNOSES_SQL", "FAILED_CALLS_SQL", "STEP_CALLS_SQL", "STEP_LLM_SQL", "STEP_REDACTIONS_SQL", "FULL_STEP_SQL", "ORIGIN_SQL",
 ]
 
 # ORDER BY clauses the runs table can sort by: chosen by name, never built from input.
@@ -90,11 +91,21 @@ SELECT step,
        max(context_tokens) AS context_tokens, sum(cost_usd) AS cost_usd,
        bool_or(is_error) AS is_error,
        list(DISTINCT error_type) FILTER (WHERE error_type IS NOT NULL) AS error_types,
-       {action_key} AS action_key
+       {action_key} AS action_key,
+       bool_or(contains(CAST(events AS VARCHAR), '"{missing}"')) AS call_missing
 FROM steps WHERE run_id = $run_id
 GROUP BY step ORDER BY step
 LIMIT $limit
-""".format(action_key=_ACTION_KEY)
+""".format(action_key=_ACTION_KEY, missing=MODEL_CALL_MISSING)
+
+# The steps whose model call failed (refused, or out of retries), with the error: such a step has no tool
+# call, and is not a final answer. Read beside the timeline, bounded like it.
+FAILED_CALLS_SQL = """
+SELECT step, any_value(left(error, 300) ORDER BY started_at DESC) AS error
+FROM llm_calls WHERE run_id = $run_id AND step IS NOT NULL AND error IS NOT NULL
+GROUP BY step ORDER BY step
+LIMIT $limit
+"""
 
 # The action of each step, for comparing a replay or fork with its original.
 ACTIONS_SQL = """

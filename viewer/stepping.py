@@ -14,7 +14,8 @@ __all__ = ["first_error", "first_repeat", "first_divergence", "step_after"]
 
 
 def first_error(steps: Sequence[TimelineStep]) -> int | None:
-    return next((s.step for s in steps if s.is_error), None)
+    """The first step with a failed tool call or a failed model call."""
+    return next((s.step for s in steps if s.failed), None)
 
 
 def first_repeat(steps: Sequence[TimelineStep]) -> int | None:

@@ -18,7 +18,7 @@ from looptrace.tracer.store import Store
 
 from ..analyzer.windows import window_for
 from .queries import (
-    COUNT_CALLS_SQL, DIAGNOSES_SQL, HAS_REDACTIONS_VIEW_SQL, INDEX_SQL, PREFIX_SQL, REDACTION_ATTRS_SQL,
+    COUNT_CALLS_SQL, DIAGNOSES_SQL, FAILED_CALLS_SQL, HAS_REDACTIONS_VIEW_SQL, INDEX_SQL, PREFIX_SQL, REDACTION_ATTRS_SQL,
     REDACTIONS_VIEW_SQL, ROLLUP_SQL, RUN_SQL, STEPS_SQL,
 )
 
@@ -63,6 +63,8 @@ class Step:
     cost_usd: float | None
     started_at: datetime | None
     ended_at: datetime | None
+    call_error: str | None = None  # the step's model call failed: its error (the step is not an answer)
+    call_missing: bool = False  # the trace lost the step's model call (a dropped span batch)
 
     @property
     def duration_ms(self) -> int | None:
@@ -72,7 +74,7 @@ class Step:
 
     @property
     def is_error(self) -> bool:
-        return any(c.is_error for c in self.calls)
+        return self.call_error is not None or any(c.is_error for c in self.calls)
 
     @property
     def prompt_tokens(self) -> int | None:
@@ -190,7 +192,7 @@ def _evidence(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"evidence": value}
 
 
-def _steps(rows: list[dict[str, Any]]) -> list[Step]:
+def _steps(rows: list[dict[str, Any]], failed: dict[int, str] | None = None) -> list[Step]:
     grouped: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         grouped.setdefault(int(r["step"]), []).append(r)
@@ -208,6 +210,7 @@ def _steps(rows: list[dict[str, Any]]) -> list[Step]:
             output_tokens=_known_sum(c["output_tokens"] for c in calls),
             context_tokens=first["context_tokens"], cost_usd=_known_sum(c["cost_usd"] for c in calls),
             started_at=first["started_at"], ended_at=max((c["ended_at"] for c in calls if c["ended_at"]), default=None),
+            call_error=(failed or {}).get(number), call_missing=bool(first.get("call_missing")),
         ))
     return steps
 
@@ -249,10 +252,11 @@ def load_report(store: Store, run_id: str, *, limit: int = STEP_LIMIT) -> RunRep
         counted = conn.execute(COUNT_CALLS_SQL, {"run_id": run_id}).fetchone()
         cap = text_cap(3 * min(int(counted[0]) if counted else 0, limit * 4))
         rows = _rows(conn, STEPS_SQL, {"run_id": run_id, "cap": cap, "limit": limit + 1})
+        failed = dict(conn.execute(FAILED_CALLS_SQL, {"run_id": run_id, "limit": limit + 1}).fetchall())
         diagnoses = _rows(conn, DIAGNOSES_SQL, {"run_id": run_id})
         manifest = _manifest(conn, run_id)
     r = found[0]
-    steps = _steps(rows)
+    steps = _steps(rows, failed)
     found_diagnoses = tuple(Diagnosis(d["label"], bool(d["is_primary"]), d["first_step"], d["last_step"],
                                       _evidence(d["evidence"]), d["explanation"]) for d in diagnoses)
     declared = next((d.evidence.get("window_tokens") for d in found_diagnoses

@@ -82,15 +82,32 @@ def _call(c: Call) -> str:
             f"{collapsible(c.observation, c.observation_bytes, kind='observation')}</div></div>")
 
 
+def _no_call(s: Step) -> str:
+    """What a step without a tool call is: an answer, unless its model call failed or was lost."""
+    if s.call_error is not None:
+        return '<div class="mut">no tool call: the model call failed</div>'
+    if s.call_missing:
+        return '<div class="mut">no tool call recorded</div>'
+    return '<div class="mut">no tool call (final answer)</div>'
+
+
 def _step(s: Step, evidence: set[int]) -> str:
     classes = "step" + (" err" if s.is_error else "") + (" ev" if s.step in evidence else "")
     timing = f"{s.duration_ms:,} ms" if s.duration_ms is not None else "—"
-    head = (f'<div class="mut"><b>Step {s.step}</b> · {timing} · {number(s.input_tokens)} in / '
-            f"{number(s.output_tokens)} out · prompt {number(s.prompt_tokens)} · {money(s.cost_usd)}</div>")
+    tokens = ("tokens unknown" if s.input_tokens is None and s.output_tokens is None
+              else f"{number(s.input_tokens)} in / {number(s.output_tokens)} out")
+    head = (f'<div class="mut"><b>Step {s.step}</b> · {timing} · {tokens} · prompt {number(s.prompt_tokens)} · '
+            f"cost {money(s.cost_usd)}</div>")
+    model = ""
+    if s.call_error is not None:
+        model = f'<div class="bad">model call failed: {collapsible(s.call_error, len(s.call_error.encode()), kind="error")}</div>'
+    elif s.call_missing:
+        model = ('<div class="bad">model call missing: the trace lost it (a span batch that never arrived); '
+                 "this step is read from the next call's request</div>")
     thought = (f'<div><span class="k">thought</span>{collapsible(s.thought, s.thought_bytes, kind="thought")}</div>'
                if s.thought else "")
-    calls = "".join(_call(c) for c in s.calls) or '<div class="mut">no tool call (final answer)</div>'
-    return f'<section class="{classes}" id="step-{s.step}">{head}{thought}{calls}</section>'
+    calls = "".join(_call(c) for c in s.calls) or _no_call(s)
+    return f'<section class="{classes}" id="step-{s.step}">{head}{thought}{model}{calls}</section>'
 
 
 def _manifest(m: Manifest) -> str:

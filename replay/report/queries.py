@@ -6,9 +6,11 @@ beside it, so a run with a 10 MB observation never moves 10 MB into a page.
 
 from __future__ import annotations
 
+from looptrace.tracer.records.conventions import MODEL_CALL_MISSING
+
 __all__ = [
     "RUN_SQL", "STEPS_SQL", "DIAGNOSES_SQL", "HAS_REDACTIONS_VIEW_SQL", "REDACTIONS_VIEW_SQL",
-    "REDACTION_ATTRS_SQL", "INDEX_SQL", "ROLLUP_SQL", "COUNT_CALLS_SQL", "PREFIX_SQL",
+    "REDACTION_ATTRS_SQL", "INDEX_SQL", "ROLLUP_SQL", "COUNT_CALLS_SQL", "PREFIX_SQL", "FAILED_CALLS_SQL",
 ]
 
 # The viewer and the index show 12 characters of a run id: a unique prefix names a run.
@@ -32,10 +34,19 @@ SELECT step, call_index, started_at, ended_at,
        CASE WHEN call_index = 0 THEN coalesce(strlen(thought), 0) ELSE 0 END AS thought_bytes,
        tool, left(CAST(args AS VARCHAR), $cap) AS args, coalesce(strlen(CAST(args AS VARCHAR)), 0) AS args_bytes,
        left(observation, $cap) AS observation, observation_bytes, is_error, error_type,
-       input_tokens, output_tokens, context_tokens, cost_usd
+       input_tokens, output_tokens, context_tokens, cost_usd,
+       coalesce(contains(CAST(events AS VARCHAR), '"{missing}"'), false) AS call_missing
 FROM steps WHERE run_id = $run_id
 QUALIFY dense_rank() OVER (ORDER BY step) <= $limit
 ORDER BY step, call_index
+""".replace("{missing}", MODEL_CALL_MISSING)
+
+# The steps whose model call failed, with its error: such a step has no tool call and is no answer.
+FAILED_CALLS_SQL = """
+SELECT step, any_value(left(error, 2000) ORDER BY started_at DESC) AS error
+FROM llm_calls WHERE run_id = $run_id AND step IS NOT NULL AND error IS NOT NULL
+GROUP BY step ORDER BY step
+LIMIT $limit
 """
 
 DIAGNOSES_SQL = """

@@ -38,6 +38,10 @@ ERROR_TYPE = "error.type"
 TOOL_NOT_FOUND = "tool_not_found"
 INVALID_ARGUMENTS = "invalid_arguments"
 
+# A step event (steps.events) where a trace lost the step's model call (its span never arrived: a span batch
+# the client dropped); the step is read from the next call's request, its model call marked missing.
+MODEL_CALL_MISSING = "model_call_missing"
+
 # looptrace's own namespace.
 RUN_ID = "looptrace.run.id"
 RUN_PARENT_ID = "looptrace.run.parent_id"

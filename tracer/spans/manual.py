@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..records import conventions as c
-from ..records.pricing import stop_reason_of, usage_of
+from ..records.pricing import price_of, stop_reason_of, usage_of
 from ..records.requests import RequestLog
 from ..records.text import clean_text, to_json
 
@@ -188,9 +188,12 @@ class Step(_SpanScope):
         self.index = index
         self._calls = 0
         self._lock = threading.Lock()
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost_usd = 0.0
+        # Unknown (None) until a model call of the step reports its usage: a step whose only call failed
+        # (a 400 for a prompt too long) used 0 tokens as far as anyone knows, and its row says NULL, not 0.
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.cost_usd: float | None = None
+        self._priced = True  # every call that reported usage had a price: else the step's cost is unknown
         self.span = run.tracer.start_span(
             c.STEP_SPAN,
             context=trace.set_span_in_context(run.span),
@@ -214,13 +217,9 @@ class Step(_SpanScope):
     def end(self) -> None:
         if self._foreign() or not self.span.is_recording():  # a guard that stopped the run ended it
             return
-        self.span.set_attributes(
-            {
-                c.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,
-                c.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
-                c.STEP_COST: self.cost_usd,
-            }
-        )
+        usage = {c.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens, c.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
+                 c.STEP_COST: self.cost_usd if self._priced else None}
+        self.span.set_attributes({k: v for k, v in usage.items() if v is not None})
         self.span.end()
 
     def thought(self, text: str) -> None:
@@ -244,11 +243,13 @@ class Step(_SpanScope):
     def llm_call(self, request: Mapping[str, Any], *, provider: str = "anthropic") -> LlmCall:
         return LlmCall(self.run, request, step=self, provider=provider)
 
-    def add_usage(self, input_tokens: int, output_tokens: int, cost: float, context_tokens: int) -> None:
+    def add_usage(self, input_tokens: int, output_tokens: int, cost: float | None, context_tokens: int) -> None:
+        """A model call's usage; ``cost`` None when its model has no price (then the step's cost is unknown)."""
         with self._lock:
-            self.input_tokens += input_tokens
-            self.output_tokens += output_tokens
-            self.cost_usd += cost
+            self.input_tokens = (self.input_tokens or 0) + input_tokens
+            self.output_tokens = (self.output_tokens or 0) + output_tokens
+            self.cost_usd = (self.cost_usd or 0.0) + (cost or 0.0)
+            self._priced = self._priced and cost is not None
         self.span.set_attribute(c.STEP_CONTEXT_TOKENS, context_tokens)
 
 
@@ -392,15 +393,18 @@ class LlmCall:
         self.done = True
         msg = message.model_dump(mode="json") if hasattr(message, "model_dump") else dict(message)
         usage = usage_of(msg)
-        total_in, output, cost = usage.total_input, usage.output_tokens, usage.cost(self.model)
+        total_in, output = usage.total_input, usage.output_tokens
+        # A model with no price has an unknown cost, stored NULL, never $0 (records/pricing.py).
+        cost = usage.cost(self.model) if price_of(self.model) is not None else None
         attrs: dict[str, Any] = {
             c.GEN_AI_USAGE_INPUT_TOKENS: total_in,
             c.GEN_AI_USAGE_OUTPUT_TOKENS: output,
             c.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
             c.GEN_AI_USAGE_CACHE_CREATION: usage.cache_creation_tokens,
-            c.LLM_COST: cost,
             c.LLM_RETRIES: self.retries,
         }
+        if cost is not None:
+            attrs[c.LLM_COST] = cost
         if msg.get("id"):
             attrs[c.GEN_AI_RESPONSE_ID] = str(msg["id"])
         if msg.get("model"):
@@ -414,7 +418,7 @@ class LlmCall:
             self.step.add_usage(total_in, output, cost, total_in)
         self.span.end()
         if self.run is not None and self.run.guard is not None:
-            self.run.guard.response(self.step, self.model, total_in, output, cost)
+            self.run.guard.response(self.step, self.model, total_in, output, cost or 0.0)
 
     def fail(self, error: BaseException | str) -> None:
         if self.done:

@@ -52,10 +52,13 @@ class Spark(Widget):
 
 
 def chart_captions(steps: Sequence[TimelineStep]) -> tuple[str, str]:
-    context = [(s.context_tokens or 0, s.step) for s in steps]
+    context = [(s.context_tokens, s.step) for s in steps if s.context_tokens is not None]
     if context and max(context)[0] > 0:
         peak, at = max(context)
-        ctx = f"context tokens per step: peak {fmt_int(peak)} at step {at}, last {fmt_int(context[-1][0])}"
+        # The last step's context, if known: a step whose model call failed sent a prompt of unknown size.
+        last = steps[-1].context_tokens
+        ctx = (f"context tokens per step: peak {fmt_int(peak)} at step {at}, "
+               f"last {fmt_int(last) if last is not None else f'unknown (step {steps[-1].step})'}")
     else:
         ctx = "context tokens per step: none recorded"
     costs = [(s.cost_usd, s.step) for s in steps if s.cost_usd is not None]

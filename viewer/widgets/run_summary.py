@@ -50,6 +50,12 @@ def summary_text(d: RunDetail, width: int | None = None) -> Text:
         f" · tokens {fmt_int(r.input_tokens)} in / {fmt_int(r.output_tokens)} out"
         f" · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
     )
+    missing = [s.step for s in d.steps if s.call_missing]
+    if missing:  # a span batch the client dropped: those steps are read from later requests
+        shown = ", ".join(map(str, missing[:5])) + (", …" if len(missing) > 5 else "")
+        text.append(f"\n{len(missing)} model call{'s' if len(missing) != 1 else ''} missing from the trace"
+                    f" (step{'s' if len(missing) != 1 else ''} {shown}): their steps are read from later requests",
+                    style="bold yellow")
     if d.children:
         text.append(f" · {d.children} child run{'s' if d.children != 1 else ''} (c)")
     if d.more_steps:

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from ..badges import status_badge
 from ..data import TEXT_CAP, ModelCall, StepDetail, ToolCallDetail
-from ..format import fmt_bytes, fmt_cost, fmt_int, fmt_time, pretty_json
+from ..format import fmt_bytes, fmt_cost, fmt_int, fmt_time, pretty_json, unknown_or
 from ..safe import safe, safe_plain
 from .redaction_list import redactions_text
 
@@ -47,10 +47,9 @@ def _field(value: str | None, total_bytes: int, budget: int | None = None) -> Te
     return text
 
 
-def _call(c: ToolCallDetail, budget: int, width: int) -> Text:
+def _call(c: ToolCallDetail, budget: int, width: int, no_call: str = "no tool call (final answer)") -> Text:
     # The tool name is trace text: escaped like the rest (an OSC title sequence here set the terminal's title).
-    title = (f"call {c.call_index}: {safe_plain(c.tool, newlines=False, width=80)}" if c.tool is not None
-             else "no tool call (final answer)")
+    title = f"call {c.call_index}: {safe_plain(c.tool, newlines=False, width=80)}" if c.tool is not None else no_call
     text = _heading(title, width)
     if c.tool_call_id:
         text.append("\nid ", style="dim").append_text(safe(c.tool_call_id, newlines=False))
@@ -72,37 +71,61 @@ def _model_call(m: ModelCall) -> Text:
     text.append_text(safe(m.model, newlines=False))
     if m.response_model and m.response_model != m.model:
         text.append(" → ").append_text(safe(m.response_model, newlines=False))
-    text.append(" · stop ").append_text(safe(m.stop_reason or "?", newlines=False, style="bold"))
-    text.append(f" · {m.retries or 0} retries · {fmt_cost(m.cost_usd)} · latency {fmt_int(m.latency_ms)} ms")
-    text.append(
-        f"\ntokens {fmt_int(m.input_tokens)} in / {fmt_int(m.output_tokens)} out"
-        f" (cache read {fmt_int(m.cache_read_tokens or 0)},"
-        f" cache write {fmt_int(m.cache_creation_tokens or 0)})"
-    )
-    if m.error:
+    if m.error:  # no response: a failed call, never a stop reason, and no usage to show
+        text.append(" · ").append(" failed ", style="bold black on red")
+        text.append(f" · {m.retries or 0} retries · latency {fmt_int(m.latency_ms)} ms")
         text.append("\nerror ", style="bold red").append_text(safe(m.error))
+        if m.input_tokens is None and m.output_tokens is None:
+            text.append(f"\ntokens unknown · cost {unknown_or(m.cost_usd, fmt_cost)}", style="dim")
+            return text
+    else:
+        text.append(" · stop ").append_text(safe(m.stop_reason or "?", newlines=False, style="bold"))
+        text.append(f" · {m.retries or 0} retries · {unknown_or(m.cost_usd, fmt_cost)}"
+                    f" · latency {fmt_int(m.latency_ms)} ms")
+    text.append(
+        f"\ntokens {unknown_or(m.input_tokens)} in / {unknown_or(m.output_tokens)} out"
+        f" (cache read {unknown_or(m.cache_read_tokens)}, cache write {unknown_or(m.cache_creation_tokens)})"
+    )
     return text
+
+
+def _no_call_title(d: StepDetail) -> str:
+    """What a step without a tool call is: an answer, unless its model call failed or was lost."""
+    if d.model_calls and all(m.error for m in d.model_calls):
+        return "no tool call: the model call failed"
+    if d.call_missing:
+        return "no tool call recorded: the model call is missing"
+    return "no tool call (final answer)"
+
+
+def _usage(d: StepDetail) -> str:
+    if d.input_tokens is None and d.output_tokens is None:
+        tokens = "tokens unknown"
+    else:
+        tokens = f"tokens {unknown_or(d.input_tokens)} in / {unknown_or(d.output_tokens)} out"
+    cost = fmt_cost(d.cost_usd) if d.cost_usd is not None else "cost unknown"
+    return f"{tokens} · context {unknown_or(d.context_tokens)} · {cost}"
 
 
 def step_text(d: StepDetail, width: int = RULE) -> Text:
     """The step as one text; ``width`` is the columns it is shown in (headings fit in it)."""
     text = Text(f"step {d.step}", style="bold")
-    text.append(
-        f"  {fmt_time(d.started_at)} · tokens {fmt_int(d.input_tokens)} in / {fmt_int(d.output_tokens)} out"
-        f" · context {fmt_int(d.context_tokens)} · {fmt_cost(d.cost_usd)}", style="dim",
-    )
+    text.append(f"  {fmt_time(d.started_at)} · {_usage(d)}", style="dim")
     if d.hidden_bytes:
         text.append_text(_cut_notice(d.hidden_bytes))
     text.append_text(_heading("thought", width))
     text.append_text(_field(d.thought, d.thought_bytes) if d.thought else Text("\n(none)", style="dim"))
     budget = DISPLAY_BUDGET
     for c in d.calls:
-        text.append_text(_call(c, max(0, budget), width))
+        text.append_text(_call(c, max(0, budget), width, _no_call_title(d)))
         budget -= len(c.observation or "")
     if d.more_calls:
         text.append(f"\n… more than {len(d.calls)} tool calls: the rest are in the pager (o)", style="yellow")
     text.append_text(_heading("model call", width))
-    if not d.model_calls:
+    if d.call_missing:
+        text.append("\nmissing: the trace lost this step's model call (a span batch that never arrived); the step"
+                    " is read from the next call's request, and its tokens and cost are unknown", style="bold yellow")
+    elif not d.model_calls:
         text.append("\n(none recorded)", style="dim")
     for m in d.model_calls:
         text.append_text(_model_call(m))

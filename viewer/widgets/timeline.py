@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 
 from ..columns import Column
 from ..data import TimelineStep
-from ..format import fmt_bytes, fmt_cost, fmt_int, short_args
+from ..format import call_error_kind, fmt_bytes, fmt_cost, fmt_int, short_args
 from ..messages import StepHighlighted, StepSelected
 from ..safe import safe_plain
 from .lazy_table import LazyTable, fit
@@ -31,7 +31,8 @@ COLUMNS = (("step", True), ("mark", False), ("err", False), ("tool", False), ("a
 def _tools(s: TimelineStep) -> str:
     named = [t for t in s.tools if t is not None]
     if not named:
-        return "(answer)"
+        # No tool call: an answer, unless the model call failed (or the trace lost it).
+        return "(call failed)" if s.call_error else "(call missing)" if s.call_missing else "(answer)"
     if len(set(named)) == 1 and len(named) > 1:
         return f"{named[0]} ×{len(named)}"
     return ", ".join(named)
@@ -55,8 +56,12 @@ def step_texts(s: TimelineStep, marked: bool) -> tuple[str, ...]:
     if len(s.args) > 1:
         args += f" +{len(s.args) - 1}"
     error = ", ".join(s.error_types) or ("error" if s.is_error else "")
+    if s.call_error:
+        error = ", ".join(filter(None, (error, f"model call: {call_error_kind(s.call_error)}")))
+    elif s.call_missing:
+        error = ", ".join(filter(None, (error, "model call missing")))
     return (
-        f"{s.step}", "◆" if marked else " ", "✗" if s.is_error else " ",
+        f"{s.step}", "◆" if marked else " ", "✗" if s.failed else " ",
         safe_plain(_tools(s), newlines=False, width=24), safe_plain(args, newlines=False, width=30),
         fmt_bytes(s.observation_bytes), fmt_int(_tokens(s)), fmt_int(s.context_tokens),
         fmt_cost(s.cost_usd), safe_plain(error, newlines=False, width=32),

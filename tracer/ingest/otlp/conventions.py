@@ -33,11 +33,21 @@ from .frameworks import agent_called, is_envelope, is_graph_node
 from .messages import Exchange, exchange_of, fill_outputs
 from .code_actions import final_of
 from .steps import evidence_of, tool_rows
+from .gaps import Lost, lost_calls, missing_event, placeholder
 from .attributes import (  # the span readers, shared within this package
-    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _TOOL_CALL_ID, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
 )
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
+
+# The agent a model or tool span names as its caller (GenAI, OpenInference, OpenLLMetry's propagated workflow);
+# not ``traceloop.entity.name``, which on a call's span names the tool or task itself.
+_CALLS_AGENT = tuple(k for k in _AGENT_NAME if k != "traceloop.entity.name")
+
+
+def _call_id(span: PlainSpan) -> Any:
+    return _first(span.attributes, _TOOL_CALL_ID)
+
 
 def _order(s: PlainSpan) -> tuple[int, str]:
     return (s.start_ns or 0, s.span_id)
@@ -184,6 +194,20 @@ def _fullness(x: Exchange) -> int:
     return (x.messages is not None) + (x.output is not None) + (x.declared is not None)
 
 
+def _calls_made(spans: Sequence[PlainSpan], run: _Run) -> set[str]:
+    """Tool-call ids that the model and tool spans of the trace outside ``run`` name: calls another agent
+    made (a team's shared history, a handoff), which are never a lost call of ``run``."""
+    own = {s.span_id for s in run.calls}
+    ids: set[str] = set()
+    for s in spans:
+        role = None if s.span_id in own else classify(s)
+        if role == MODEL:
+            ids.update(call.id for call in exchange_of(s.attributes).tool_calls if call.id is not None)
+        elif role == TOOL and (value := _call_id(s)) is not None:
+            ids.add(str(value))
+    return ids
+
+
 def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
               moved: dict[str, set[str]]) -> dict[str, list[dict[str, Any]]]:
     log = RequestLog()
@@ -195,11 +219,26 @@ def _run_rows(run: _Run, source: str, spans: Sequence[PlainSpan],
     # Steps from the model's own messages when its responses are known (recorded or read from the next
     # request); else from tool spans.
     from_messages = fill_outputs(exchanges)
+    # Calls the trace lost (a dropped span batch), read from later requests: each a step of its own (gaps.py).
+    missing: dict[str, Lost] = {}
+    if from_messages:
+        found = lost_calls(models, exchanges, tools, _call_id, lambda: _calls_made(spans, run))
+        for k, lost in reversed(list(enumerate(found))):
+            stand_in = placeholder(lost, spans[0].trace_id, f"{c.MODEL_CALL_MISSING}:{k}")
+            models.insert(lost.before, stand_in)
+            exchanges.insert(lost.before, lost.exchange)
+            missing[stand_in.span_id] = lost
     starts = [m.start_ns or 0 for m in models]
     lead = int(not from_messages and bool(tools) and (not models or (tools[0].start_ns or 0) < starts[0]))
     steps: dict[int, dict[str, Any]] = {}
     llm_rows, tool_rows_, first_task = [], [], None
     for i, m in enumerate(models):
+        if m.span_id in missing:  # no model call row: the step, its thought, and the gap shown
+            lost = missing[m.span_id]
+            steps[i + 1] = _step_row(run.run_id, i + 1, ts(m.start_ns), ts(m.end_ns), None,
+                                     thought=_message_text(lost.exchange.output))
+            steps[i + 1]["events"] = to_json([missing_event(lost)])
+            continue
         row, thought, task = _model_call(m, run.run_id, i + 1 + lead, log, moved.setdefault(m.span_id, set()))
         llm_rows.append(row)
         first_task = first_task or task
@@ -248,6 +287,10 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     s = run.span
     a: Mapping[str, Any] = s.attributes if s is not None else {}
     service = next((x.resource.get("service.name") for x in spans if x.resource.get("service.name")), None)
+    # Until the root arrives (a run still going), the agent is the one its calls name, not the process's
+    # service.name: an `agent:` filter finds the run while it runs. The root's own name wins once it lands.
+    called = None if s is not None else next(
+        (str(v) for x in sorted(run.calls, key=_order) if (v := _first(x.attributes, _CALLS_AGENT))), None)
     # An agent's span is named for it (smolagents: "file_agent.run", the agent its manager calls "file_agent").
     named = agent_called(s.name, {}, ()) if s is not None and run.role is not None else None
     ended = s is not None and s.end_ns is not None
@@ -257,7 +300,7 @@ def _run_row(run: _Run, source: str, spans: Sequence[PlainSpan], models: Sequenc
     return {
         "run_id": run.run_id, "recorded_at": ts(s.end_ns if ended and s is not None else last_seen),
         "parent_run_id": run.parent_run_id, "source": source,
-        "agent": _text(_first(a, _AGENT_NAME) or named or service or (s.name if s is not None else None)),
+        "agent": _text(_first(a, _AGENT_NAME) or named or called or service or (s.name if s is not None else None)),
         "task": _text(_first(a, ("input.value", "traceloop.entity.input"))
                       or _user_text(_messages(a, "gen_ai.input.messages", ())[0]) or task),
         "model": _text(_first(a, _MODEL_NAME) or next((_first(m.attributes, _MODEL_NAME) for m in models),

@@ -51,6 +51,7 @@ class EngineRun:
     workers: int = 0  # worker processes that ran tasks
     last_gap_s: float = 0.0  # from the first worker to finish its last task to the last one: imbalance
     driver_cpu_s: float = 0.0  # this process's CPU since it started, when the analysis ended
+    driver_start_cpu_s: float = 0.0  # the same when the analysis began: its start, imports, opening the catalog
     timeline: tuple[TaskTiming, ...] = ()  # the warm-ups, then each partition's task, as they started
 
     def as_json(self) -> dict[str, object]:
@@ -98,7 +99,7 @@ def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: 
     """Every run of the catalog, diagnosed per partition (on the Ray cluster at ``ray``, or ``auto``,
     or in this process when None), in run_id order; the diagnoses replace the catalog's earlier ones.
     ``on_run`` is told where and how it ran (``EngineRun``) before the diagnoses are written."""
-    started = time.perf_counter()
+    started, start_cpu = time.perf_counter(), time.process_time()
     parts = [files for _, files in sorted(store.partitions().items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
              if files.get("run_records")]  # the null partition holds spans of no run
     planning = time.perf_counter() - started
@@ -116,7 +117,8 @@ def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: 
         results, measured = run_tasks(analyze_partition, parts, thresholds, ray, on_partition)
     if on_run is not None:
         on_run(EngineRun("ray" if ray is not None else "process", len(parts), time.perf_counter() - started,
-                         planning, driver_cpu_s=time.process_time(), **measured))  # type: ignore[arg-type]
+                         planning, driver_cpu_s=time.process_time(), driver_start_cpu_s=start_cpu,
+                         **measured))  # type: ignore[arg-type]
     results.sort(key=lambda r: r.run_id)
     if write and results:
         _write(store, results)

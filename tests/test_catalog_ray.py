@@ -77,6 +77,7 @@ def test_ray_and_one_process_give_every_run_the_same_primary_label(
     ran = json.loads(timeline.read_text())
     warm, tasks = [t for t in ran["tasks"] if t["warm_up"]], [t for t in ran["tasks"] if not t["warm_up"]]
     assert ran["engine"] == "ray" and ran["partitions"] == len(lines) == len(tasks) and ran["cpus"] == 2
+    assert ran["driver_cpu_s"] >= ran["driver_start_cpu_s"] > 0
     assert 1 <= len(warm) <= 2 and sum(t["runs"] for t in tasks) == len(finished)
     for t in warm + tasks:
         assert t["submitted"] <= t["started"] <= t["ended"] <= (t["received"] or t["ended"]), t

@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from looptrace.tracer.cli.main import add_command
 from looptrace.tracer.store import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from .partitioned import EngineRun
 
 __all__ = ["register"]
 
@@ -29,13 +35,17 @@ def _analyze(args: argparse.Namespace) -> int:
         return 2
     try:
         thresholds = load_thresholds(args.config, **{f.name: getattr(args, f.name) for f in fields(Thresholds)})
+        if args.ray and not args.run:
+            from .partitioned import connect_ray
+
+            connect_ray(args.ray)  # first: the workers start while the catalog opens and plans (on_ray.py)
         source = open_source(store_target(args))  # a Parquet export is analysed without writing diagnoses
         if args.catalog and not args.run:
             from .partitioned import analyze_catalog
 
             results = analyze_catalog(source, ray=args.ray, thresholds=thresholds,  # type: ignore[arg-type]
                                       on_partition=_partition_done,
-                                      on_run=lambda run: print(run.summary(), file=sys.stderr, flush=True))
+                                      on_run=lambda run: _ran(run, args.timeline))
         else:
             with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
                 results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
@@ -63,6 +73,13 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ran(run: EngineRun, timeline: str | None) -> None:
+    """The one line that says where and how the analysis ran; with --timeline, each task's as JSON."""
+    print(run.summary(), file=sys.stderr, flush=True)
+    if timeline:
+        Path(timeline).write_text(json.dumps(run.as_json(), indent=1) + "\n")
+
+
 def _partition_done(done: int, total: int, runs: int) -> None:
     """Progress as partitions finish: one line each on stderr (the table or JSON stays on stdout)."""
     print(f"partition {done}/{total} done ({runs} runs)", file=sys.stderr, flush=True)
@@ -83,6 +100,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ray", default=None, metavar="ADDRESS|auto",
                    help="with --catalog: one Ray task per partition on this cluster ('auto': RAY_ADDRESS or the "
                    "cluster running here); without it, one process")
+    p.add_argument("--timeline", default=None, metavar="FILE",
+                   help="with --catalog: write how the analysis ran to FILE as JSON, with each Ray task's timeline "
+                   "(worker start, task start and end, CPU, result received; docs/scale.md)")
     p.add_argument("--run", default=None, help="analyse one run (default: all)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="a table sorted by run start (default), CSV, or JSON with every diagnosis")

@@ -13,22 +13,21 @@ reports each partition as it finishes.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from .analyzer.analyze import RunDiagnoses, _write, load_runs
 from .analyzer.rules import diagnose
 from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from .on_ray import RAY_HINT, TaskTiming, connect
 
 if TYPE_CHECKING:
     from looptrace.tracer.store.iceberg import CatalogStore
 
-__all__ = ["analyze_partition", "analyze_catalog", "RAY_HINT", "EngineRun"]
+__all__ = ["analyze_partition", "analyze_catalog", "connect_ray", "RAY_HINT", "EngineRun"]
 
-RAY_HINT = "--ray needs Ray: install the scale extra: pip install 'looptrace[scale]'"
 # (partitions done, partitions in all, runs diagnosed in the one just done)
 OnPartition = Callable[[int, int, int], None]
 
@@ -51,6 +50,14 @@ class EngineRun:
     first_start_s: float = 0.0  # from the tasks' submission to the first one running
     workers: int = 0  # worker processes that ran tasks
     last_gap_s: float = 0.0  # from the first worker to finish its last task to the last one: imbalance
+    driver_cpu_s: float = 0.0  # this process's CPU since it started, when the analysis ended
+    driver_start_cpu_s: float = 0.0  # the same when the analysis began: its start, imports, opening the catalog
+    timeline: tuple[TaskTiming, ...] = ()  # the warm-ups, then each partition's task, as they started
+
+    def as_json(self) -> dict[str, object]:
+        """What ``analyze --timeline`` writes: these figures, and each task's timeline (epoch seconds)."""
+        return {**{k: v for k, v in asdict(self).items() if k != "timeline"},
+                "tasks": [asdict(t) for t in self.timeline]}
 
     def summary(self) -> str:
         if self.engine != "ray":
@@ -80,65 +87,10 @@ def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds
         conn.close()
 
 
-def _connect(address: str) -> None:
-    try:
-        import ray
-    except ImportError:
-        from looptrace.tracer.store.iceberg import CatalogError
-
-        raise CatalogError(RAY_HINT) from None
-    if not ray.is_initialized():
-        # "auto": RAY_ADDRESS, else the cluster `ray start` runs on this machine.
-        target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address  # set but empty: unset
-        try:
-            ray.init(address=target, logging_level="WARNING", log_to_driver=False, configure_logging=False)
-        except ConnectionError as exc:
-            # Ray's own message tells the user to set an `--address` flag, which is Ray's, not ours.
-            from looptrace.tracer.store.iceberg import CatalogError
-
-            where = (f"at {target}" if target != "auto" else
-                     "(RAY_ADDRESS is not set and no `ray start` cluster runs on this machine)")
-            raise CatalogError(f"--ray {address}: no Ray cluster found {where}. Start one with `ray start --head`, "
-                               "give its address with --ray ADDRESS or RAY_ADDRESS, or leave --ray out to analyse "
-                               "in this process") from exc
-
-
-def _timed_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds,
-                     threads: int) -> tuple[list[RunDiagnoses], tuple[float, float, float, str]]:
-    """The Ray task: ``analyze_partition`` itself, with its (start, end) wall clock, CPU seconds and worker."""
-    started, cpu = time.time(), time.process_time()
-    results = analyze_partition(files, thresholds, threads=threads)
-    return results, (started, time.time(), time.process_time() - cpu, f"{os.uname().nodename}:{os.getpid()}")
-
-
-def _on_ray(parts: list[Mapping[str, Sequence[str]]], thresholds: Thresholds, address: str,
-            on_partition: OnPartition | None) -> tuple[list[RunDiagnoses], dict[str, object]]:
-    import ray
-
-    _connect(address)
-    task = ray.remote(num_cpus=1, max_retries=2)(_timed_partition)
-    submitted = time.time()
-    pending = [task.remote(files, thresholds, threads=1) for files in parts]
-    results: list[RunDiagnoses] = []
-    timings: list[tuple[float, float, float, str]] = []
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        got, timing = ray.get(done[0])
-        results.extend(got)
-        timings.append(timing)
-        if on_partition is not None:
-            on_partition(len(parts) - len(pending), len(parts), len(got))
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    last_end: dict[str, float] = {}
-    for t in timings:
-        last_end[t[3]] = max(last_end.get(t[3], 0.0), t[1])
-    ends = sorted(last_end.values())
-    return results, {
-        "address": ray.get_runtime_context().gcs_address, "nodes": len(alive),
-        "cpus": float(sum(n.get("Resources", {}).get("CPU", 0.0) for n in alive)),
-        "task_cpu_s": sum(t[2] for t in timings), "task_wall_s": sum(t[1] - t[0] for t in timings),
-        "first_start_s": max(0.0, min((t[0] for t in timings), default=submitted) - submitted),
-        "workers": len(last_end), "last_gap_s": ends[-1] - ends[0] if ends else 0.0}
+def connect_ray(address: str) -> None:
+    """Connect to the Ray cluster at ``address`` now and start its workers warming (``on_ray.py``),
+    so they start while the catalog opens and plans; ``analyze_catalog`` then finds them ready."""
+    connect(address, analyze_partition)
 
 
 def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -147,7 +99,7 @@ def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: 
     """Every run of the catalog, diagnosed per partition (on the Ray cluster at ``ray``, or ``auto``,
     or in this process when None), in run_id order; the diagnoses replace the catalog's earlier ones.
     ``on_run`` is told where and how it ran (``EngineRun``) before the diagnoses are written."""
-    started = time.perf_counter()
+    started, start_cpu = time.perf_counter(), time.process_time()
     parts = [files for _, files in sorted(store.partitions().items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
              if files.get("run_records")]  # the null partition holds spans of no run
     planning = time.perf_counter() - started
@@ -160,10 +112,13 @@ def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: 
             if on_partition is not None:
                 on_partition(i, len(parts), len(got))
     else:
-        results, measured = _on_ray(parts, thresholds, ray, on_partition)
+        from .on_ray import run_tasks
+
+        results, measured = run_tasks(analyze_partition, parts, thresholds, ray, on_partition)
     if on_run is not None:
         on_run(EngineRun("ray" if ray is not None else "process", len(parts), time.perf_counter() - started,
-                         planning, **measured))  # type: ignore[arg-type]
+                         planning, driver_cpu_s=time.process_time(), driver_start_cpu_s=start_cpu,
+                         **measured))  # type: ignore[arg-type]
     results.sort(key=lambda r: r.run_id)
     if write and results:
         _write(store, results)

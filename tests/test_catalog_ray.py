@@ -54,7 +54,8 @@ def test_ray_and_one_process_give_every_run_the_same_primary_label(
     over_store = _primary(json.loads(cli("analyze", "--db", str(demo), "--json").stdout))
 
     one = cli("analyze", "--catalog", NAME, "--json", env=env)
-    on_ray = cli("analyze", "--catalog", NAME, "--ray", two_nodes.address, "--json", env=env)
+    timeline = tmp_path / "timeline.json"
+    on_ray = cli("analyze", "--catalog", NAME, "--ray", two_nodes.address, "--json", "--timeline", str(timeline), env=env)
     one_process, ray_tasks = _primary(json.loads(one.stdout)), _primary(json.loads(on_ray.stdout))
     finished = {r[0] for r in query(demo, "SELECT run_id FROM runs WHERE status <> 'incomplete'")}
     assert set(ray_tasks) == finished
@@ -71,6 +72,17 @@ def test_ray_and_one_process_give_every_run_the_same_primary_label(
     assert " s wall (planning " in summary and "tasks used " in summary, summary
     assert next(ln for ln in one.stderr.splitlines() if ln.startswith("analysed ")).startswith(
         f"analysed {len(lines)} partitions in this process in ")
+    # --timeline: a warm-up per CPU, started when the command connected, then a task per partition,
+    # each with its worker, its times in order and its runs (replay/on_ray.py).
+    ran = json.loads(timeline.read_text())
+    warm, tasks = [t for t in ran["tasks"] if t["warm_up"]], [t for t in ran["tasks"] if not t["warm_up"]]
+    assert ran["engine"] == "ray" and ran["partitions"] == len(lines) == len(tasks) and ran["cpus"] == 2
+    assert ran["driver_cpu_s"] >= ran["driver_start_cpu_s"] > 0
+    assert 1 <= len(warm) <= 2 and sum(t["runs"] for t in tasks) == len(finished)
+    for t in warm + tasks:
+        assert t["submitted"] <= t["started"] <= t["ended"] <= (t["received"] or t["ended"]), t
+        assert t["worker_cpu_s"] >= t["cpu_s"] >= 0 and ":" in t["worker"]
+    assert all(t["submitted"] <= min(p["submitted"] for p in tasks) for t in warm)  # before the planning
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -21,14 +21,16 @@ from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_
 from looptrace.tracer.store import Store
 from looptrace.tracer.store.segments import arrow_schema
 
+from .ending import run_end
 from .markers import MAY_MARK_SQL, TAIL_STEPS
-from .rules import Diagnosis, RunView, StepView, diagnose
+from .rules import FAILURE_LABELS, Diagnosis, RunView, StepView, diagnose, rank
+from .screen import PICKED_ROWS_SQL, cleared, clears, screen
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 if TYPE_CHECKING:
     from looptrace.tracer.export.source import ParquetSource
 
-__all__ = ["RunDiagnoses", "load_runs", "analyze_store", "RUNS_SQL", "STEPS_SQL"]
+__all__ = ["RunDiagnoses", "load_runs", "analyze_store", "diagnose_all", "RUNS_SQL", "STEPS_SQL"]
 
 # A run `looptrace collect` shows from a preview of its open trace (docs/schema.md): it has not ended, so
 # there is nothing to diagnose yet (it would look like a cap hit or an incomplete run). Skipped: it is
@@ -110,7 +112,12 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
     """
     where, params = ("WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(run_ids)]) if run_ids else ("", [])
     runs = conn.execute(RUNS_SQL.format(where=where), params).fetchall()
-    steps = _step_groups(conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size))
+    yield from _merge(runs, conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size))
+
+
+def _merge(runs: Sequence[tuple[Any, ...]], reader: pa.RecordBatchReader) -> Iterator[RunView]:
+    """Each run of ``runs`` (RUNS_SQL rows) with its steps from ``reader`` (STEPS_SQL), both in run_id order."""
+    steps = _step_groups(reader)
     pending: tuple[str, list[StepView]] | None = next(steps, None)
     for run_id, status, model, error, answer, attributes in runs:
         # Steps of run ids the runs view lacks (a run record never written) are skipped, as before.
@@ -157,13 +164,55 @@ def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepV
 
 
 def analyze_store(store: Store | ParquetSource, *, run_ids: Sequence[str] | None = None,
-                  thresholds: Thresholds = DEFAULT_THRESHOLDS, write: bool = True) -> list[RunDiagnoses]:
+                  thresholds: Thresholds = DEFAULT_THRESHOLDS, write: bool = True,
+                  screened: bool = True) -> list[RunDiagnoses]:
+    """Diagnose the store's runs (``run_ids``: only those), in run_id order, and replace their diagnoses.
+    The whole store goes through the column screen first (screen.py); ``screened=False`` evaluates
+    every run in full instead, which gives the same diagnoses (the reference the tests hold it to)."""
     with store.reader(locked_down=False) as conn:
         _bound_memory(conn)
-        results = [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn, run_ids)
-                   if r.status != RUNNING]
+        if screened and not run_ids:
+            results = diagnose_all(conn, thresholds)
+        else:
+            results = [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn, run_ids)
+                       if r.status != RUNNING]
     if write and results:
         _write(store, results)
+    return results
+
+
+def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESHOLDS, *,
+                 batch_size: int = BATCH_SIZE) -> list[RunDiagnoses]:
+    """Every run of the session's store, screened (screen.py): a run the columns clear of every failure
+    rule is judged on how it ended, from its picked rows; the others are fetched whole and diagnosed
+    without the rules the screen cleared."""
+    runs = [r for r in conn.execute(RUNS_SQL.format(where="")).fetchall() if r[1] != RUNNING]
+    facts = screen(conn, t)
+    by_columns: dict[str, frozenset[str]] = {}
+    picked: tuple[list[Any], ...] = ([], [], [], [], [])
+    for run_id, status, model, error, answer, attributes in runs:
+        f = facts.get(run_id)
+        if f is None:  # no steps: nothing to fetch
+            continue
+        by_columns[run_id] = clears(RunView(run_id, status, (), model, error, answer, attributes), f, t)
+        whole = by_columns[run_id] != FAILURE_LABELS
+        for column, value in zip(picked, (run_id, whole, f.first_step, f.last_step, f.last_action_step)):
+            column.append(value)
+    reader = conn.sql(STEPS_SQL.format(where=PICKED_ROWS_SQL), params=list(picked)).to_arrow_reader(batch_size)
+    results, later = [], []
+    for run in _merge(runs, reader):
+        columns = by_columns.get(run.run_id, frozenset())
+        rules = cleared(run, columns)
+        if columns != FAILURE_LABELS:  # fetched whole
+            results.append(RunDiagnoses(run.run_id, run.status, diagnose(run, t, cleared=rules)))
+        elif rules == FAILURE_LABELS:
+            results.append(RunDiagnoses(run.run_id, run.status, rank([], run_end(run))))
+        else:  # an end marker names a failure: the rule that reads it needs the whole run
+            later.append(run.run_id)
+    if later:
+        results += [RunDiagnoses(r.run_id, r.status, diagnose(r, t, cleared=cleared(r, by_columns[r.run_id])))
+                    for r in load_runs(conn, later)]
+        results.sort(key=lambda r: r.run_id)
     return results
 
 

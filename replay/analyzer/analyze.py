@@ -57,7 +57,7 @@ def _braces(sql: str) -> str:
 # version 7), and a row stored without them (written by hand, or by a bulk loader that left them out)
 # gets them here, from the same patterns in SQL. Only the last steps' texts are fetched, clipped, for
 # end markers, and only those that may hold one (``MAY_MARK_SQL``, markers.py).
-STEPS_SQL = """
+_STEPS_TEMPLATE = """
 SELECT run_id, step, call_index, tool, args, action_key, observation_key, near_key, observation_bytes, is_error,
        error_type, context_tokens, CASE WHEN {may_mark} THEN end_text END AS end_text, tokens, cost_usd
 FROM (
@@ -68,15 +68,19 @@ FROM (
            error_type, context_tokens,
            CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN NULL
                 ELSE coalesce(input_tokens, 0) + coalesce(output_tokens, 0) END AS tokens, cost_usd,
-           CASE WHEN step > max(step) OVER (PARTITION BY run_id) - {tail} THEN nullif(concat_ws(chr(10),
+           CASE WHEN step > {{last_step}} - {tail} THEN nullif(concat_ws(chr(10),
                left(thought, 500), right(thought, 500), left(observation, 500), right(observation, 500),
                left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
     FROM steps {{where}}
 )
 ORDER BY run_id, step, call_index
-""".format(observation_key=_braces(PROGRESS_KEY_SQL),  # keeps {where} for later
+""".format(observation_key=_braces(PROGRESS_KEY_SQL),  # keeps {where} and {last_step} for later
            near_key=_braces(NEAR_OBSERVATION_KEY_SQL), tail=TAIL_STEPS,
            may_mark=_braces(MAY_MARK_SQL.format(text="end_text")))
+STEPS_SQL = _STEPS_TEMPLATE.replace("{last_step}", "max(step) OVER (PARTITION BY run_id)")
+# The screened fetch (screen.py) knows each run's last step: no window, whose sort would carry every
+# row's thought, observation and events through it.
+PICKED_STEPS_SQL = _STEPS_TEMPLATE.replace("{last_step}", "picked.last_step").format(where=PICKED_ROWS_SQL)
 _STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "near_key",
                 "observation_bytes", "is_error", "error_type", "context_tokens", "end_text", "tokens", "cost_usd")
 # Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain
@@ -198,7 +202,7 @@ def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESH
         whole = by_columns[run_id] != FAILURE_LABELS
         for column, value in zip(picked, (run_id, whole, f.first_step, f.last_step, f.last_action_step)):
             column.append(value)
-    reader = conn.sql(STEPS_SQL.format(where=PICKED_ROWS_SQL), params=list(picked)).to_arrow_reader(batch_size)
+    reader = conn.sql(PICKED_STEPS_SQL, params=list(picked)).to_arrow_reader(batch_size)
     results, later = [], []
     for run in _merge(runs, reader):
         columns = by_columns.get(run.run_id, frozenset())

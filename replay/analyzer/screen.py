@@ -31,7 +31,7 @@ from looptrace.tracer.rules import (ACTS_WINDOW_SQL, MAY_TRIP_AGGREGATES_SQL, MA
 
 from .context import may_bomb
 from .guarded import guarded_thresholds
-from .markers import TAIL_STEPS
+from .markers import STATUS_MARKERS, TAIL_STEPS
 from .rules import HALLUCINATION_ERRORS, may_cap
 from .views import RunView
 
@@ -119,7 +119,9 @@ def clears(head: RunView, facts: RunFacts, t: Thresholds) -> frozenset[str]:
         out.append("cap_hit")
     if not facts.hallucination_errors:
         out.append("hallucinated_tool")
-    return frozenset(out)
+    # A status marker (a cap, an overflow, a stall) is known before any row is read: that run is
+    # fetched whole at once rather than found out on its picked rows.
+    return frozenset(out) - {STATUS_MARKERS.get(head.status)}
 
 
 def cleared(run: RunView, by_columns: frozenset[str]) -> frozenset[str]:

@@ -7,9 +7,11 @@ in one short transaction that replaces the analysed runs' earlier diagnoses.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -173,7 +175,7 @@ def analyze_store(store: Store | ParquetSource, *, run_ids: Sequence[str] | None
     """Diagnose the store's runs (``run_ids``: only those), in run_id order, and replace their diagnoses.
     The whole store goes through the column screen first (screen.py); ``screened=False`` evaluates
     every run in full instead, which gives the same diagnoses (the reference the tests hold it to)."""
-    with store.reader(locked_down=False) as conn:
+    with store.reader(locked_down=False) as conn, _no_collection():
         _bound_memory(conn)
         if screened and not run_ids:
             results = diagnose_all(conn, thresholds)
@@ -218,6 +220,20 @@ def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESH
                     for r in load_runs(conn, later)]
         results.sort(key=lambda r: r.run_id)
     return results
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while runs are diagnosed: hundreds of thousands of step
+    objects are made and dropped, none in a reference cycle (refcounting frees them), and the
+    collections their allocations trigger were ~7% of an analysis while freeing nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _bound_memory(conn: duckdb.DuckDBPyConnection) -> None:

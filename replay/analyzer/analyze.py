@@ -205,7 +205,8 @@ def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESH
         for column, value in zip(picked, (run_id, whole, f.first_step, f.last_step, f.last_action_step)):
             column.append(value)
     reader = conn.sql(PICKED_STEPS_SQL, params=list(picked)).to_arrow_reader(batch_size)
-    results, later = [], []
+    results: list[RunDiagnoses] = []
+    later: list[str] = []
     for run in _merge(runs, reader):
         columns = by_columns.get(run.run_id, frozenset())
         rules = cleared(run, columns)

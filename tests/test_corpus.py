@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from looptrace.replay.analyzer import analyze_store, load_runs
+from looptrace.replay.analyzer import DEFAULT_THRESHOLDS, Thresholds, analyze_store, load_runs
 from looptrace.replay.analyzer.scoring import leave_one_source_out, metrics, show
 from looptrace.tracer.ingest.files.importing import import_paths
 from looptrace.tracer.store import Store
 
 from .conftest import SHARED
+from .test_analyzer_screen import LOW
 
 CORPUS = SHARED / "corpora"
 GOALS = {"cap_hit": 0.85, "stagnation": 0.85, "ok": 0.85, "context_bomb": 0.7, "hallucinated_tool": 0.7}
@@ -36,10 +37,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("corpus"),
 
 
 @pytest.fixture(scope="module")
-def held_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float, float, int]]:
+def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     store = Store(tmp_path_factory.mktemp("corpus") / "corpus.duckdb")
     report = import_paths(store, [CORPUS])
     assert report.runs_imported == 543 and [p for p, _ in report.skipped if p.endswith((".traj", ".gz", ".json"))] == []
+    return store
+
+
+@pytest.fixture(scope="module")
+def held_out(corpus_store: Store) -> dict[str, tuple[float, float, int]]:
+    store = corpus_store
     root = CORPUS.resolve()
     labels = {str(root / r["file"]): (r["source"], r["label"]) for r in csv.DictReader(open(CORPUS / "labels.csv"))}
     results = analyze_store(store)  # the diagnoses table is filled for every run
@@ -66,3 +73,14 @@ GOAL_CASES = [(label, kind) for label in GOALS for kind in ("precision", "recall
 def test_held_out_goal(held_out: dict[str, tuple[float, float, int]], label: str, kind: str) -> None:
     precision, recall, _ = held_out[label]
     assert (precision if kind == "precision" else recall) >= GOALS[label], (label, precision, recall)
+
+
+@pytest.mark.parametrize("thresholds", [DEFAULT_THRESHOLDS, LOW], ids=["default", "low"])
+def test_screened_analysis_equals_the_full_one(corpus_store: Store, thresholds: Thresholds) -> None:
+    """The column screen (replay/analyzer/screen.py) changes no diagnosis of a real run: labels, primary,
+    secondary, steps, explanations and evidence (tests/test_analyzer_screen.py does the same on
+    generated stores)."""
+    screened = analyze_store(corpus_store, thresholds=thresholds, write=False)
+    full = analyze_store(corpus_store, thresholds=thresholds, write=False, screened=False)
+    assert len(full) == 543
+    assert [(r.run_id, r.diagnoses) for r in screened] == [(r.run_id, r.diagnoses) for r in full]

@@ -18,7 +18,7 @@ from .thresholds import Thresholds
 from .views import Diagnosis, RunView, StepView
 from .windows import window_for
 
-__all__ = ["context_bomb", "run_window", "pusher"]
+__all__ = ["context_bomb", "run_window", "pusher", "may_bomb"]
 
 
 _CONTEXT, _BYTES = attrgetter("context_tokens"), attrgetter("observation_bytes")
@@ -113,6 +113,18 @@ def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
                          f"{(peak.context_tokens or 0) / window:.0%} of the {window}-token window: {detail}.",
                          {**evidence, **more, "kind": "near_window"})
     return None
+
+
+def may_bomb(run: RunView, max_bytes: int, max_context: int | None, t: Thresholds) -> bool:
+    """The column form of ``context_bomb`` without its end markers: False only when neither ratio rule
+    can fire on a run whose largest observation is ``max_bytes`` and largest non-zero context
+    ``max_context`` (None: none measured). ``run`` needs no steps: the window is its model's or its
+    attributes'."""
+    window = run_window(run, t)
+    if window is None:
+        return False
+    return max_bytes // 4 >= t.observation_share * window or (
+        max_context is not None and max_context >= t.context_near * window)
 
 
 def _overflow_projection(sized: Sequence[StepView], window: int, n: int) -> int | None:

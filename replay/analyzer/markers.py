@@ -147,6 +147,8 @@ def find_markers(texts: Iterable[tuple[str, str | None]], status: str | None = N
     if status in STATUS_MARKERS:
         hits.append(MarkerHit(STATUS_MARKERS[status], "run status", status, "status"))
     items = [(w, t) for w, t in texts if t]
+    if not items:  # most runs of a store: no text to search, only the status
+        return hits
     for m in MARKERS:
         rx = m.compiled()
         for where, text in items:

@@ -18,8 +18,9 @@ from .stagnation import stagnation
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .views import Diagnosis, RunView, StepView
 
-__all__ = ["StepView", "RunView", "Diagnosis", "diagnose", "RULES", "LABELS", "HALLUCINATION_ERRORS",
-           "stagnation", "context_bomb", "cap_hit", "hallucinated_tool", "chat_limit", "LIMIT_ATTRIBUTES"]
+__all__ = ["StepView", "RunView", "Diagnosis", "diagnose", "rank", "RULES", "FAILURE_LABELS", "may_cap", "LABELS",
+           "HALLUCINATION_ERRORS", "stagnation", "context_bomb", "cap_hit", "hallucinated_tool", "chat_limit",
+           "LIMIT_ATTRIBUTES"]
 
 LABELS = ("stagnation", "context_bomb", "cap_hit", "hallucinated_tool", *END_LABELS)
 HALLUCINATION_ERRORS = frozenset({"tool_not_found", "invalid_arguments", "unparseable"})
@@ -93,6 +94,12 @@ def cap_hit(run: RunView, t: Thresholds) -> Diagnosis | None:
     )
 
 
+def may_cap(run: RunView, t: Thresholds) -> bool:
+    """The column form of ``cap_hit`` without its end markers: False only when ``chat_limit`` cannot
+    fire (the run succeeded, or neither it nor ``t`` names a round limit). ``run`` needs no steps."""
+    return run.status != "ok" and (t.chat_round_limit > 0 or any(k in run.attribute_values for k in LIMIT_ATTRIBUTES))
+
+
 def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
     """Evidence that tools do not exist or actions cannot be parsed: the error types every importer and
     the tracer record (``tool_not_found``, ``invalid_arguments``, ``unparseable``), or a framework's end
@@ -122,6 +129,8 @@ def hallucinated_tool(run: RunView, t: Thresholds) -> Diagnosis | None:
 
 
 RULES = (stagnation, context_bomb, cap_hit, hallucinated_tool)
+FAILURE_LABELS = frozenset(rule.__name__ for rule in RULES)
+"""The labels of ``RULES`` (each rule is named for its label): an end marker with one makes that rule fire."""
 
 # Root cause first: an overflow that ended the run, then the loop behaviours that make caps fire,
 # then the cap itself, then how the run ended (ending.py: ok, error or incomplete, each on evidence).
@@ -155,13 +164,22 @@ def _recovered(d: Diagnosis, ended_normally: bool) -> bool:
     return d.evidence.get("kind") == "failing" or ended_normally
 
 
-def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS) -> list[Diagnosis]:
+def diagnose(run: RunView, t: Thresholds = DEFAULT_THRESHOLDS, *,
+             cleared: frozenset[str] = frozenset()) -> list[Diagnosis]:
     """All diagnoses of ``run``, the primary first. Every run gets one: a failure rule's, or how it
     ended (``ok`` only on evidence of a normal end, else ``error`` or ``incomplete``). A loop the
-    agent recovered from is listed after how the run ended, as a secondary finding."""
+    agent recovered from is listed after how the run ended, as a secondary finding. ``cleared``
+    names failure labels the column screen proved no rule can give this run (screen.py): their
+    rules are not evaluated, which changes nothing but the time."""
     t = guarded_thresholds(run, t)  # a guarded run: the guard's thresholds too (guarded.py)
-    found = [d for rule in RULES if (d := rule(run, t)) is not None]
-    end = run_end(run)
+    return rank([d for rule in RULES if rule.__name__ not in cleared and (d := rule(run, t)) is not None],
+                run_end(run))
+
+
+def rank(found: list[Diagnosis], end: Diagnosis | None) -> list[Diagnosis]:
+    """The failure rules' diagnoses and how the run ended, as ``diagnose`` returns them: the primary
+    first, then the secondary ones worth listing. A run the column screen cleared of every failure
+    rule (screen.py) is ``rank([], run_end(run))``."""
     if end is not None:
         if end.label == "ok" and not found:
             end = replace(end, explanation=end.explanation + " No failure pattern was found.")

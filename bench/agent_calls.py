@@ -131,13 +131,14 @@ def main(variant: str, base_url: str, db: str, calls: int) -> dict[str, Any]:
     client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0)
     conversation_calls(client, WARMUP, start=10_000)  # imports, connection pool, lazy paths
     flush()
-    cpu0, wall0 = time.process_time(), time.perf_counter()
+    cpu0, wall0, own0 = time.process_time(), time.perf_counter(), time.thread_time()
     conversation_calls(client, calls)
-    cpu1, wall1 = time.process_time(), time.perf_counter()
+    cpu1, wall1, own1 = time.process_time(), time.perf_counter(), time.thread_time()
     flush()
     cpu2, wall2 = time.process_time(), time.perf_counter()
     out: dict[str, Any] = {"variant": variant, "calls": calls, "loop_cpu": cpu1 - cpu0, "flush_cpu": cpu2 - cpu1,
-                           "loop_wall": wall1 - wall0, "flush_wall": wall2 - wall1}
+                           "loop_wall": wall1 - wall0, "flush_wall": wall2 - wall1,
+                           "loop_thread_cpu": own1 - own0}  # the agent's own thread: what it waits for
     if variant.startswith("looptrace"):
         from looptrace.tracer.store import Store
 

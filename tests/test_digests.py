@@ -135,13 +135,15 @@ def test_request_log_records_the_same_deltas_and_hashes() -> None:
     assert first.system_sha == content_sha(SYSTEM) and second.tools_sha == content_sha(copy.deepcopy(TOOLS))
 
 
-def test_redacted_identity_follows_changed_parameters() -> None:
+@pytest.mark.parametrize("same", [False, True], ids=["value", "value_or_same"])
+def test_redacted_identity_follows_changed_parameters(same: bool) -> None:
     """The parameters are redacted once while they stay equal; a change (here a secret added to the
     system prompt, then a new limit) must give the identity of the whole request redacted anew."""
     from looptrace.tracer.sink import Redactor
 
     redactor = Redactor(env={})
-    log = RequestLog(redact=redactor.value)
+    # ``value_or_same`` (what Tracing gives a run): a message it leaves alone is hashed once, for both digests.
+    log = RequestLog(redact=redactor.value_or_same if same else redactor.value)
     messages = _conversation(1)
     for i, request in enumerate((_request(messages), _request(messages + _turn(1)),
                                  _request(messages + _turn(1), system="key sk-ant-abcdefghijklmnop"),
@@ -151,14 +153,16 @@ def test_redacted_identity_follows_changed_parameters() -> None:
     assert "sk-ant-abcdefghijklmnop" not in repr(redactor.value(_request([], system="sk-ant-abcdefghijklmnop")))
 
 
-def test_replay_identity_is_the_whole_redacted_request_and_sees_an_earlier_message_change() -> None:
+@pytest.mark.parametrize("same", [False, True], ids=["value", "value_or_same"])
+def test_replay_identity_is_the_whole_redacted_request_and_sees_an_earlier_message_change(same: bool) -> None:
     """``identity`` (what replay compares, a message redacted once per run) must equal hashing the
     whole request redacted, call after call, and must see a change to a message already seen: an
     edited early tool result is drift, not a cache hit."""
     from looptrace.tracer.sink import Redactor
 
     redactor = Redactor(env={})
-    log = RequestLog(redact=redactor.value)
+    # ``value_or_same`` (what Tracing gives a run): a message it leaves alone is hashed once, for both digests.
+    log = RequestLog(redact=redactor.value_or_same if same else redactor.value)
     messages = _conversation(1) + [{"role": "user", "content": "token sk-ant-abcdefghijklmnop"}]
     for turn in range(2, 6):
         request = _request(messages)

@@ -123,7 +123,14 @@ class ConversationDigest:
         """``content_sha`` of each message, reusing the hashes of the last request's equal prefix."""
         return self._remember(messages)[0]
 
-    def _remember(self, messages: Sequence[Any]) -> tuple[list[str], int]:
+    def remembered(self) -> list[Any]:
+        """What this digest remembers of each message of the last request, in order: after
+        ``message_shas(messages)`` each entry describes a value equal to that message, so another
+        digest given the same message object may take it (``digest``'s ``known``) instead of
+        serialising and hashing it again."""
+        return list(self._messages)
+
+    def _remember(self, messages: Sequence[Any], known: Sequence[Any] = ()) -> tuple[list[str], int]:
         keep = self.prefix_len(messages)
         by_id: dict[int, _Remembered] = {}
         if keep < len(self._messages):
@@ -136,21 +143,24 @@ class ConversationDigest:
             del self._ids[keep:]
             del self._states[keep + 1:]
         new = []
-        for m in messages[keep:]:
+        for i, m in enumerate(messages[keep:], keep):
             seen = by_id.get(id(m))
-            new.append(seen if seen is not None and _same(seen, m) else _Remembered(m))
+            if seen is None or not _same(seen, m):
+                seen = known[i] if i < len(known) and known[i] is not None else _Remembered(m)
+            new.append(seen)
         self._messages.extend(new)
         self._copies.extend(m.copy for m in new)
         self._ids.extend(id(m) for m in messages[keep:])
         return [m.sha for m in self._messages], keep
 
-    def digest(self, request: Mapping[str, Any]) -> RequestDigest:
+    def digest(self, request: Mapping[str, Any], known: Sequence[Any] = ()) -> RequestDigest:
         """The hashes of ``request``'s messages, system prompt and tools, and of the whole request,
-        each equal to ``content_sha`` of the same value."""
+        each equal to ``content_sha`` of the same value. ``known[i]``, when not None, is another
+        digest's ``remembered()`` entry for a value equal to message ``i``."""
         messages = request.get(_MESSAGES)
         if not isinstance(messages, (list, tuple)) or not all(isinstance(k, str) and k.isascii() for k in request):
             return self._whole(request)
-        shas, keep = self._remember(messages)
+        shas, keep = self._remember(messages, known)
         before, after = [], []
         for key in sorted(request):
             if key == _MESSAGES:

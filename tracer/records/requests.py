@@ -93,7 +93,8 @@ class RequestLog:
             if self._redact is None:
                 return self._raw.digest(request).request_sha
             hashes = self._raw.message_shas(messages)
-            return self._identity.digest(self._redacted_request(request, messages, hashes)).request_sha
+            redacted = self._redacted_request(request, messages, hashes)
+            return self._identity.digest(redacted, self._unchanged(messages, redacted)).request_sha
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
@@ -103,7 +104,8 @@ class RequestLog:
                 hashes = digest.message_shas
             else:
                 hashes = self._raw.message_shas(messages)
-                digest = self._identity.digest(self._redacted_request(request, messages, hashes))
+                redacted = self._redacted_request(request, messages, hashes)
+                digest = self._identity.digest(redacted, self._unchanged(messages, redacted))
             drop, keep = overlap(self._last_hashes, hashes)
             base = self._last_call if keep else None
             system_sha, tools_sha = digest.system_sha, digest.tools_sha
@@ -123,6 +125,14 @@ class RequestLog:
             request_sha=digest.request_sha,
             drop=drop,
         )
+
+    def _unchanged(self, messages: list[Any], redacted: Mapping[str, Any]) -> list[Any]:
+        """The raw digest's entry for each message that redaction gave back as the same object
+        (``Redactor.value_or_same``: most of them), so the identity digest does not serialise and
+        hash it a second time; None for the others."""
+        remembered = self._raw.remembered()
+        return [r if m is given else None
+                for r, m, given in zip(remembered, redacted.get("messages") or (), messages)]
 
     def _redacted_request(self, request: Mapping[str, Any], messages: list[Any], hashes: list[str]) -> dict[str, Any]:
         """``request`` redacted, message by message, each message redacted once per run (the history is

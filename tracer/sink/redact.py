@@ -245,6 +245,34 @@ class Redactor:
             return True  # a value orjson refuses (a lone surrogate, an object): look at each one
         return self._may_hold(blob, _fold(blob), self._env_escaped)
 
+    def leaves_alone(self, value: Any) -> bool:
+        """True only if ``value(value)`` would give back a value equal to ``value`` (False when unsure).
+
+        One screen over the value's JSON, as ``may_redact`` does for a batch, instead of a walk that
+        tests every key and text in Python: the instrumentor redacts each new message of a
+        conversation on the agent's thread (its request hash is of the redacted request), and
+        nearly all of them hold nothing. Unsure, so False: a callback (it may change any text), a
+        pattern of the user's (it may not match JSON-escaped text as it matches the raw text), a
+        value orjson refuses (bytes, objects, non-text keys: ``value`` converts those), and nesting
+        that could reach ``_MAX_DEPTH`` (every ``{`` and ``[`` in the text counted as a level).
+        """
+        if not self.enabled:
+            return True
+        if self.callback is not None or self._own:
+            return False
+        try:
+            blob = orjson.dumps(value).decode()
+        except TypeError:
+            return False
+        if blob.count("{") + blob.count("[") >= _MAX_DEPTH:
+            return False
+        return not self._may_hold(blob, _fold(blob), self._env_escaped)
+
+    def value_or_same(self, value: Any) -> Any:
+        """``value`` itself when ``leaves_alone`` says nothing in it changes, else ``value(value)``:
+        for a caller that only reads the result (the instrumentor's request log hashes it)."""
+        return value if self.leaves_alone(value) else self.value(value)
+
     # -- structures ----------------------------------------------------------------------------
 
     def value(self, value: Any, hits: Hits | None = None, key: str | None = None, path: str = "") -> Any:

@@ -52,10 +52,21 @@ class Sink:
     def write(self, records: Records | Mapping[str, TableData]) -> str | None:
         """Redact and write one batch as one segment (seen whole or not at all); its name, or None
         when the batch is empty."""
+        return self.write_prepared(self.prepare(records))
+
+    def prepare(self, records: Records | Mapping[str, TableData]) -> dict[str, TableData]:
+        """What ``write`` does before writing: the batch checked, redacted and its keys derived. A
+        source that gathers several batches into one segment (the span exporter) prepares each as
+        it comes, so that nothing unredacted is held, and writes them together with
+        ``write_prepared``."""
         batch = records if isinstance(records, Records) else Records(dict(records))
         if batch.version != FORMAT_VERSION:
             raise ValueError(f"records of format version {batch.version}; this looptrace writes {FORMAT_VERSION}")
-        return self._writer.write(_derive(_unlisted(redact_tables(batch.tables, self.redactor))))
+        return _derive(_unlisted(redact_tables(batch.tables, self.redactor)))
+
+    def write_prepared(self, tables: Mapping[str, TableData]) -> str | None:
+        """Write tables ``prepare`` returned (or several of them merged) as one segment."""
+        return self._writer.write(tables)
 
 
 # The OTLP receiver's journal holds spans as they arrived, until their trace is mapped, and its previews

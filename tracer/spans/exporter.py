@@ -1,9 +1,12 @@
 """The DuckDB span exporter: the SDK's SpanExporter contract, handing records to the sink.
 
 ``export`` never raises and never blocks on another process: it maps a batch of spans to records
-(``records/spans.py``) and gives them to the sink, which redacts them and writes one segment. Failures (a full disk, a read-only folder) are logged
-once, counted, and reported in ``writer_stats`` and at shutdown, so telemetry never breaks the agent
-and no loss is silent.
+(``records/spans.py``) and has the sink redact them (``Sink.prepare``). With ``write_delay`` 0 (the
+default) the rows are written at once, one segment per batch; the batch processor sets a delay, so
+that the small batches it hands over several times a second are prepared as they come and written
+together as one segment (``pending.py``), and ``write_pending`` (a flush, shutdown) writes what is
+held. Failures (a full disk, a read-only folder) are logged once, counted, and reported in
+``writer_stats`` and at shutdown, so telemetry never breaks the agent and no loss is silent.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from ..records.spans import SpanBatch, columns_for_batch
 from ..sink import Redactor, Sink
 from .forking import at_fork
+from .pending import PendingRows
 
 __all__ = ["DuckDBSpanExporter"]
 
@@ -30,10 +34,17 @@ log = logging.getLogger("looptrace.exporter")
 
 class DuckDBSpanExporter(SpanExporter):
     def __init__(
-        self, store_path: str | os.PathLike[str], *, durable: bool = True, redactor: Redactor | None = None
+        self, store_path: str | os.PathLike[str], *, durable: bool = True, redactor: Redactor | None = None,
+        write_delay: float = 0.0, write_spans: int = 8192,
     ) -> None:
         self.store_path = os.fspath(store_path)
         self.sink = Sink(store_path, redactor=redactor, durable=durable)
+        # Prepared rows are written once the oldest has waited ``write_delay`` seconds or they hold
+        # ``write_spans`` spans (a segment's size), whichever comes first.
+        self.write_delay = write_delay
+        self.write_spans = write_spans
+        self._pending = PendingRows()
+        self._write_lock = threading.Lock()  # held while a segment of pending rows is written
         self._shutdown = False
         self._lock = threading.Lock()
         self.progress = threading.Condition()
@@ -48,6 +59,8 @@ class DuckDBSpanExporter(SpanExporter):
     def _after_fork(self) -> None:
         """A forked child counts its own spans; its parent's counts and locks are not its own."""
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._pending = PendingRows()  # the parent's rows are the parent's to write
         self.progress = threading.Condition()
         self.spans_received = self.spans_written = self.write_errors = self.spans_dropped = 0
         self.last_error, self._warned = None, False
@@ -58,9 +71,12 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            self.sink.write(columns_for_batch(SpanBatch.of_readable(spans)))
-            with self._lock:
-                self.spans_written += n
+            prepared = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
+            with self._write_lock:
+                self._pending.add(prepared, n)
+                due = self._pending.spans >= self.write_spans or self._pending.age() >= self.write_delay
+            if due and not self.write_pending():
+                return SpanExportResult.FAILURE
             return SpanExportResult.SUCCESS
         except Exception as exc:  # noqa: BLE001 - telemetry must never raise into the agent
             self._failed(n, f"{type(exc).__name__}: {exc}")
@@ -69,6 +85,31 @@ class DuckDBSpanExporter(SpanExporter):
             with self.progress:
                 self.spans_received += n
                 self.progress.notify_all()
+
+    def write_pending(self) -> bool:
+        """Write the prepared rows held, as one segment; True if there were none or they are now
+        durable. Never raises: a failure counts their spans as write errors. A write under way in
+        another thread is waited for, so rows prepared before this call are durable when it returns."""
+        with self._write_lock:
+            if not self._pending:
+                return True
+            tables, n = self._pending.take()
+            try:
+                self.sink.write_prepared(tables)
+            except Exception as exc:  # noqa: BLE001 - telemetry must never raise into the agent
+                self._failed(n, f"{type(exc).__name__}: {exc}")
+                return False
+        with self._lock:
+            self.spans_written += n
+        return True
+
+    def write_due(self) -> None:
+        """Write the prepared rows if the oldest has waited ``write_delay`` (the batch processor's
+        worker calls this each time it wakes, so rows reach the store when the agent goes quiet)."""
+        with self._write_lock:
+            due = bool(self._pending) and self._pending.age() >= self.write_delay
+        if due:
+            self.write_pending()
 
     def write_rows(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> bool:
         """Write rows that are not spans (a run's start record, stats) right away. Never raises."""
@@ -103,6 +144,7 @@ class DuckDBSpanExporter(SpanExporter):
     def shutdown(self) -> None:
         if self._shutdown:
             return
+        self.write_pending()
         self._shutdown = True
         lost = self.write_errors + self.spans_dropped
         if lost or self.spans_received:
@@ -114,5 +156,5 @@ class DuckDBSpanExporter(SpanExporter):
             )
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True  # export() writes synchronously: nothing is buffered here
+        return self.write_pending()
 

@@ -29,6 +29,10 @@ __all__ = ["BackpressureSpanProcessor", "RunStartProcessor", "EXPORT_BATCH"]
 # slow agent's batches stay small anyway (the processor flushes every 0.5 s).
 EXPORT_BATCH = 8192
 QUEUE = 4 * EXPORT_BATCH
+# How often the worker hands queued spans to the exporter, which prepares them (maps and redacts)
+# at once and writes them as one segment every ``schedule_delay_millis``: so a final flush finds
+# them prepared and only writes (``pending.py``).
+PREPARE_MILLIS = 100
 
 
 def _in_child_process() -> bool:
@@ -53,12 +57,25 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
     ) -> None:
         # The SDK's worker thread (started here, and again in each forked child) leaves SIGTERM and
         # SIGINT to the main thread: see ``forking.signals_to_main_thread``.
+        exporter.write_delay = schedule_delay_millis / 1000
+        exporter.write_spans = max_export_batch_size
         around_fork_threads(lambda: super(BackpressureSpanProcessor, self).__init__(
             exporter,
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
-            schedule_delay_millis=schedule_delay_millis,
+            schedule_delay_millis=min(schedule_delay_millis, PREPARE_MILLIS),
         ))
+        # Each time the SDK's worker wakes (every PREPARE_MILLIS) and after a flush's export, the
+        # exporter writes its prepared rows if they are due: a quiet agent's last steps still reach
+        # the store within ``schedule_delay_millis`` or so, as before.
+        batch = self._batch_processor
+        export = batch._export
+
+        def export_then_write_due(strategy: Any) -> None:
+            export(strategy)
+            exporter.write_due()
+
+        batch._export = export_then_write_due  # type: ignore[method-assign]
         self._exporter = exporter
         self._high_water = max_queue_size - max_export_batch_size
         self._max_wait = max_wait_seconds
@@ -90,6 +107,11 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         super().on_end(span)
         if span.name.startswith(c.OP_INVOKE_AGENT) and (self._export_each_run or _in_child_process()):
             self.force_flush()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export what is queued, then write every prepared row: durable when this returns True."""
+        exported = super().force_flush(timeout_millis)
+        return self._exporter.write_pending() and exported
 
     def shutdown(self) -> None:
         self._batch_processor.shutdown()

@@ -124,7 +124,9 @@ class Tracing:
         """Start a run (``invoke_agent {agent}`` span); see ``Run`` for the arguments."""
         kwargs.setdefault("capture_content", self.capture_content)
         # Request identity is computed on the request as the sink will store it (records/requests.py).
-        kwargs.setdefault("redact", self.redactor.value if self.redactor.enabled else None)
+        # ``value_or_same``: a message with nothing to redact comes back as itself, uncopied and
+        # hashed once (most messages; the agent's thread pays for this on every call).
+        kwargs.setdefault("redact", self.redactor.value_or_same if self.redactor.enabled else None)
         return Run(self.tracer, agent, **kwargs)
 
     def flush(self) -> bool:

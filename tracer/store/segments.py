@@ -198,8 +198,14 @@ class SegmentWriter:
     """
 
     def __init__(self, store_path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        import pyarrow as pa
         import pyarrow.parquet  # noqa: F401 - see above: never first imported on a writing thread
 
+        # pyarrow's first conversion of Python values imports pandas (if installed: ~0.6 s) holding a
+        # lock of its own; done here, not on a writing thread, for the same reason. A fork that had
+        # to go ahead while a writing thread held it (the fork gate waits at most FORK_WAIT, and on
+        # a loaded machine that import took longer) left both threads of the child waiting on it.
+        pa.array([])
         self.dir = segments_dir(store_path)
         self.durable = durable
         self._seq = count()

@@ -99,7 +99,11 @@ def run_id_for(trace_id: str, span_id: str) -> str:
 
 
 def _first(a: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    return next((a[k] for k in keys if a.get(k) is not None), None)
+    for k in keys:  # a loop, not next() over a generator: called ~10 times a span on collect's hot path
+        value = a.get(k)
+        if value is not None:
+            return value
+    return None
 
 
 def _int(value: Any) -> int | None:
@@ -117,9 +121,16 @@ def _text(value: Any) -> str | None:
     return clean_text(value) if isinstance(value, (str, bytes)) else to_json(value)
 
 
+# What a JSON text can start with, after JSON's whitespace (NaN and Infinity are refused below, but
+# parsed first). Any other text is returned at once: a tool's plain-text result or a model name would
+# otherwise cost json.loads an exception, which was most of a tool span's mapping.
+_JSON_START = frozenset('{["-0123456789tfnNI')
+_JSON_SPACE = " \t\n\r"
+
+
 def _loads(value: Any) -> Any:
     """A JSON attribute (GenAI records messages as JSON text); anything else as it is."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or value[:1] not in _JSON_START and value.lstrip(_JSON_SPACE)[:1] not in _JSON_START:
         return value
     try:
         return json.loads(value, parse_constant=_refuse)
@@ -156,9 +167,12 @@ def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
     """The flattened attributes under ``prefix`` as nested data (numeric keys become lists), and the keys
     it holds. A key that clashes with another (``x`` and ``x.y``) is left out, so it stays in ``spans``."""
     head = prefix + "."
+    keys = [k for k in a if k.startswith(head)]
+    if not keys:  # the common case: the span does not use this flattened list
+        return None, []
     root: dict[str, Any] = {}
     placed = []
-    for key in sorted(k for k in a if k.startswith(head)):
+    for key in sorted(keys):
         node: Any = root
         *path, leaf = key[len(head):].split(".")
         for part in path:

@@ -61,6 +61,7 @@ _TOOL_PARAMETERS = ("tool.parameters",)  # OpenInference: the tool's parameters 
 _COST_PARTS = ("gen_ai.usage.input_cost", "gen_ai.usage.output_cost")
 _GENAI_PARAMS = ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "frequency_penalty",
                  "presence_penalty", "seed", "choice.count")
+_GENAI_PARAM_KEYS = tuple((p, f"gen_ai.request.{p}") for p in _GENAI_PARAMS)
 # Flattened lists: OpenInference (llm.input_messages.0.message.role), OpenLLMetry (gen_ai.prompt.0.role).
 _INPUT_PREFIXES = ("llm.input_messages", "gen_ai.prompt")
 _OUTPUT_PREFIXES = ("llm.output_messages", "gen_ai.completion")
@@ -142,12 +143,16 @@ def _refuse(name: str) -> Any:
     raise ValueError(name)  # NaN and Infinity are not JSON, and DuckDB's JSON type refuses them
 
 
-def _json_text(value: Any) -> str | None:
-    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded."""
+_UNPARSED = object()
+
+
+def _json_text(value: Any, parsed: Any = _UNPARSED) -> str | None:
+    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded.
+    ``parsed``: ``_loads(value)``, when the caller has it already."""
     if value is None:
         return None
     if isinstance(value, str):
-        parsed = _loads(value)
+        parsed = _loads(value) if parsed is _UNPARSED else parsed
         if parsed is not value:
             return to_json(parsed) if _SURROGATE_ESCAPE.search(value) else clean_text(value)
     return to_json(value)
@@ -186,6 +191,21 @@ def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
     return (_listify(root) if root else None), placed
 
 
+def _flattened(a: Mapping[str, Any], prefixes: Sequence[str]) -> bool:
+    """Whether any key of ``a`` is under one of ``prefixes`` (one pass, for the ``_nested`` lookups that
+    most spans, which record no flattened list, would each make in vain)."""
+    heads = _HEADS.get(prefixes)
+    if heads is None:
+        heads = _HEADS[prefixes] = tuple(p + "." for p in prefixes)
+    for k in a:  # a loop, not any() over a generator: this runs several times a model span
+        if k.startswith(heads):
+            return True
+    return False
+
+
+_HEADS: dict[Sequence[str], tuple[str, ...]] = {}
+
+
 def _listify(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
@@ -199,7 +219,7 @@ def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[
     if a.get(key) is not None:
         value = _loads(a[key])
         return (value if isinstance(value, list) else [value]), [key]
-    for prefix in prefixes:
+    for prefix in prefixes if _flattened(a, prefixes) else ():
         items, keys = _nested(a, prefix)
         if isinstance(items, list):
             return [m.get("message", m) if isinstance(m, dict) else m for m in items], keys
@@ -279,7 +299,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
     output, out_keys = _output_messages(a)
     system = _loads(a.get("gen_ai.system_instructions"))
     tools, tool_keys = _loads(a.get("gen_ai.tool.definitions")), ["gen_ai.tool.definitions"]
-    for prefix in _TOOLS_PREFIXES if tools is None else ():
+    for prefix in _TOOLS_PREFIXES if tools is None and _flattened(a, _TOOLS_PREFIXES) else ():
         tools, tool_keys = _nested(a, prefix)
         if tools is not None:
             break
@@ -289,7 +309,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         tools, tool_keys = (raw_tools, []) if tools is None else (tools, tool_keys)
     if output is None and raw_output is not None:
         output, out_keys = raw_output, ["output.value"]
-    params = {p: a[f"gen_ai.request.{p}"] for p in _GENAI_PARAMS if f"gen_ai.request.{p}" in a}
+    params = {p: a[key] for p, key in _GENAI_PARAM_KEYS if key in a}
     invocation = _loads(a.get("llm.invocation_parameters"))
     if isinstance(invocation, dict):
         params.update(invocation)
@@ -364,11 +384,16 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     if observation is None and failed:
         observation = _error_text(s)
     moved.update(k for k in (args_key, result_key) if k)
-    args = _unwrapped(a[args_key], ARGUMENT_WRAPPERS, _parameter_names(a)) if args_key else None
+    args = parsed = None
+    if args_key:  # parsed once, for the wrapper test and the JSON column
+        raw, parsed = a[args_key], _loads(a[args_key])
+        inner = unwrap(parsed, ARGUMENT_WRAPPERS, _parameter_names(a))
+        args = raw if inner is parsed else inner
+        parsed = parsed if args is raw else _UNPARSED
     return {
         "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
         "tool": _text(_span_tool_name(s)),
-        "args": _json_text(args) if args_key else None,
+        "args": _json_text(args, parsed) if args_key else None,
         "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
         "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),

@@ -219,6 +219,7 @@ def _round(tmp: Path, n: int, requests: Path, spans: int, settle: float | None) 
             ["-m", "looptrace.tracer.cli", "collect", "--db", str(db), "--port", "0", "--grpc-port", "off",
              "--settle", str(settle), "--diagnose-every", "0"])
     server = _start(args, tmp / f"server-{n}.log")
+    sender = None
     try:
         sender = subprocess.Popen([sys.executable, "-m", "bench.collect_load", "send", server.url, str(requests)],
                                   cwd=_ROOT, env=_env(), text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -244,6 +245,9 @@ def _round(tmp: Path, n: int, requests: Path, spans: int, settle: float | None) 
         seconds = time.perf_counter() - started
         cpu = _cpu(server.proc.pid) - cpu0
     finally:
+        if sender is not None and sender.poll() is None:  # a round that failed: no sender left behind
+            sender.kill()
+            sender.wait()
         server.stop()
     return _Round(seconds, acked, cpu, stored, distinct, retries)
 

@@ -77,7 +77,8 @@ log = logging.getLogger("looptrace.ingest")
 
 
 class _NotWritten(OSError):
-    """A group of trace writes failed (I/O): its traces are held again; every request in it gets 503."""
+    """A group of trace writes failed (I/O): its traces are held again, and each request in it journals
+    its spans as open ones (or is answered 503 when the journal cannot take them either)."""
 
 DEFAULT_MAX_BODY = 64 << 20  # bytes of a request body, after decompression
 

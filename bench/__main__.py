@@ -23,7 +23,7 @@ from .results import as_json, format_table
 
 BENCHMARKS = (
     "instrumentor", "tracer_overhead", "store_write", "burst", "server_latency", "importer", "analyzer",
-    "replay_speed", "viewer_speed", "receiver", "live_runs", "search_speed", "redaction", "cli_startup",
+    "replay_speed", "viewer_speed", "receiver", "collect_load", "live_runs", "search_speed", "redaction", "cli_startup",
     "ray_analysis", "log_lag",
     "timings",  # the timing claims the tests no longer assert with tight wall-clock bounds
 )

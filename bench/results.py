@@ -9,6 +9,7 @@ __all__ = ["Result", "format_table", "as_json"]
 
 _FORMATS = {
     "us/step": "{:,.1f}",
+    "us/span": "{:,.1f}",
     "steps/s": "{:,.0f}",
     "%": "{:.1f}%",
     "ms": "{:.2f}",

@@ -7,6 +7,7 @@ user sees that the exporters reach it; in a pipe or a log it prints only its sta
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "status_line"]
 
 _GRPC_DEFAULT = 4317
+_GC_YOUNG = 20_000  # objects allocated between collections of the young generation (default 700)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -171,6 +173,10 @@ def _collect(args: argparse.Namespace) -> int:
         print("error: --journal goes with --catalog (a DuckDB store holds its own journal)", file=sys.stderr)
         return 2
     args.db = store_target(args)  # --catalog NAME: the sink appends to the catalog's Iceberg tables
+    # Mapping a trace makes thousands of short-lived dicts; at the default threshold (700) the young
+    # generation was collected 2-3 times a request, 6% of collect's CPU per span (bench collect_load).
+    # This process is the receiver's own, so it collects less often; memory is bounded as before.
+    gc.set_threshold(_GC_YOUNG, *gc.get_threshold()[1:])
     with _stop_on_signals() as asked:
         receiver = _start(args)
         if receiver is None:

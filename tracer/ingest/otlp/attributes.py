@@ -61,6 +61,7 @@ _TOOL_PARAMETERS = ("tool.parameters",)  # OpenInference: the tool's parameters 
 _COST_PARTS = ("gen_ai.usage.input_cost", "gen_ai.usage.output_cost")
 _GENAI_PARAMS = ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "frequency_penalty",
                  "presence_penalty", "seed", "choice.count")
+_GENAI_PARAM_KEYS = tuple((p, f"gen_ai.request.{p}") for p in _GENAI_PARAMS)
 # Flattened lists: OpenInference (llm.input_messages.0.message.role), OpenLLMetry (gen_ai.prompt.0.role).
 _INPUT_PREFIXES = ("llm.input_messages", "gen_ai.prompt")
 _OUTPUT_PREFIXES = ("llm.output_messages", "gen_ai.completion")
@@ -99,7 +100,11 @@ def run_id_for(trace_id: str, span_id: str) -> str:
 
 
 def _first(a: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    return next((a[k] for k in keys if a.get(k) is not None), None)
+    for k in keys:  # a loop, not next() over a generator: called ~10 times a span on collect's hot path
+        value = a.get(k)
+        if value is not None:
+            return value
+    return None
 
 
 def _int(value: Any) -> int | None:
@@ -117,9 +122,16 @@ def _text(value: Any) -> str | None:
     return clean_text(value) if isinstance(value, (str, bytes)) else to_json(value)
 
 
+# What a JSON text can start with, after JSON's whitespace (NaN and Infinity are refused below, but
+# parsed first). Any other text is returned at once: a tool's plain-text result or a model name would
+# otherwise cost json.loads an exception, which was most of a tool span's mapping.
+_JSON_START = frozenset('{["-0123456789tfnNI')
+_JSON_SPACE = " \t\n\r"
+
+
 def _loads(value: Any) -> Any:
     """A JSON attribute (GenAI records messages as JSON text); anything else as it is."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or value[:1] not in _JSON_START and value.lstrip(_JSON_SPACE)[:1] not in _JSON_START:
         return value
     try:
         return json.loads(value, parse_constant=_refuse)
@@ -131,12 +143,16 @@ def _refuse(name: str) -> Any:
     raise ValueError(name)  # NaN and Infinity are not JSON, and DuckDB's JSON type refuses them
 
 
-def _json_text(value: Any) -> str | None:
-    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded."""
+_UNPARSED = object()
+
+
+def _json_text(value: Any, parsed: Any = _UNPARSED) -> str | None:
+    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded.
+    ``parsed``: ``_loads(value)``, when the caller has it already."""
     if value is None:
         return None
     if isinstance(value, str):
-        parsed = _loads(value)
+        parsed = _loads(value) if parsed is _UNPARSED else parsed
         if parsed is not value:
             return to_json(parsed) if _SURROGATE_ESCAPE.search(value) else clean_text(value)
     return to_json(value)
@@ -156,9 +172,12 @@ def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
     """The flattened attributes under ``prefix`` as nested data (numeric keys become lists), and the keys
     it holds. A key that clashes with another (``x`` and ``x.y``) is left out, so it stays in ``spans``."""
     head = prefix + "."
+    keys = [k for k in a if k.startswith(head)]
+    if not keys:  # the common case: the span does not use this flattened list
+        return None, []
     root: dict[str, Any] = {}
     placed = []
-    for key in sorted(k for k in a if k.startswith(head)):
+    for key in sorted(keys):
         node: Any = root
         *path, leaf = key[len(head):].split(".")
         for part in path:
@@ -170,6 +189,21 @@ def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
                 node[leaf] = a[key]
                 placed.append(key)
     return (_listify(root) if root else None), placed
+
+
+def _flattened(a: Mapping[str, Any], prefixes: Sequence[str]) -> bool:
+    """Whether any key of ``a`` is under one of ``prefixes`` (one pass, for the ``_nested`` lookups that
+    most spans, which record no flattened list, would each make in vain)."""
+    heads = _HEADS.get(prefixes)
+    if heads is None:
+        heads = _HEADS[prefixes] = tuple(p + "." for p in prefixes)
+    for k in a:  # a loop, not any() over a generator: this runs several times a model span
+        if k.startswith(heads):
+            return True
+    return False
+
+
+_HEADS: dict[Sequence[str], tuple[str, ...]] = {}
 
 
 def _listify(node: Any) -> Any:
@@ -185,7 +219,7 @@ def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[
     if a.get(key) is not None:
         value = _loads(a[key])
         return (value if isinstance(value, list) else [value]), [key]
-    for prefix in prefixes:
+    for prefix in prefixes if _flattened(a, prefixes) else ():
         items, keys = _nested(a, prefix)
         if isinstance(items, list):
             return [m.get("message", m) if isinstance(m, dict) else m for m in items], keys
@@ -265,7 +299,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
     output, out_keys = _output_messages(a)
     system = _loads(a.get("gen_ai.system_instructions"))
     tools, tool_keys = _loads(a.get("gen_ai.tool.definitions")), ["gen_ai.tool.definitions"]
-    for prefix in _TOOLS_PREFIXES if tools is None else ():
+    for prefix in _TOOLS_PREFIXES if tools is None and _flattened(a, _TOOLS_PREFIXES) else ():
         tools, tool_keys = _nested(a, prefix)
         if tools is not None:
             break
@@ -275,7 +309,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         tools, tool_keys = (raw_tools, []) if tools is None else (tools, tool_keys)
     if output is None and raw_output is not None:
         output, out_keys = raw_output, ["output.value"]
-    params = {p: a[f"gen_ai.request.{p}"] for p in _GENAI_PARAMS if f"gen_ai.request.{p}" in a}
+    params = {p: a[key] for p, key in _GENAI_PARAM_KEYS if key in a}
     invocation = _loads(a.get("llm.invocation_parameters"))
     if isinstance(invocation, dict):
         params.update(invocation)
@@ -331,11 +365,14 @@ def _recorded_cost(a: Mapping[str, Any]) -> float | None:
 
 
 def _cost(model: Any, inp: int | None, out: int | None, read: int | None, write: int | None) -> float | None:
-    if not isinstance(model, str) or price_of(model) is None or (inp is None and out is None):
+    if not isinstance(model, str) or (inp is None and out is None):
         return None
     fresh = max(0, (inp or 0) - (read or 0) - (write or 0))  # GenAI input tokens include the cache
-    return cost_usd(model, input_tokens=fresh, output_tokens=out or 0, cache_read_tokens=read or 0,
+    cost = cost_usd(model, input_tokens=fresh, output_tokens=out or 0, cache_read_tokens=read or 0,
                     cache_creation_tokens=write or 0)
+    # An unpriced model costs 0.0 too: only then is the price table searched a second time (a search
+    # is a scan of every priced prefix, twice a model call before).
+    return None if cost == 0.0 and price_of(model) is None else cost
 
 
 def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]) -> dict[str, Any]:
@@ -350,11 +387,16 @@ def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]
     if observation is None and failed:
         observation = _error_text(s)
     moved.update(k for k in (args_key, result_key) if k)
-    args = _unwrapped(a[args_key], ARGUMENT_WRAPPERS, _parameter_names(a)) if args_key else None
+    args = parsed = None
+    if args_key:  # parsed once, for the wrapper test and the JSON column
+        raw, parsed = a[args_key], _loads(a[args_key])
+        inner = unwrap(parsed, ARGUMENT_WRAPPERS, _parameter_names(a))
+        args = raw if inner is parsed else inner
+        parsed = parsed if args is raw else _UNPARSED
     return {
         "run_id": run_id, "step": step, "call_index": index, "tool_call_id": _text(_first(a, _TOOL_CALL_ID)),
         "tool": _text(_span_tool_name(s)),
-        "args": _json_text(args) if args_key else None,
+        "args": _json_text(args, parsed) if args_key else None,
         "observation": observation,
         "observation_bytes": len(observation.encode("utf-8")) if observation is not None else 0,
         "is_error": failed, "error_type": _text(error_type), "started_at": ts(s.start_ns),

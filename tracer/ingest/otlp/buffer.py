@@ -110,6 +110,8 @@ class TraceBuffer:
         self._direct_logs: list[PlainLog] = []  # records of no trace, or of a written one: written now
         self._written_logs: OrderedDict[str, None] = OrderedDict()  # ids of records written lately
         self._log_seq = 0
+        self._in_flight: set[str] = set()  # traces taken and being written (outside the receiver's lock)
+        self._in_flight_logs: set[str] = set()  # ids of records taken and being written
 
     @property
     def buffered_spans(self) -> int:
@@ -214,7 +216,7 @@ class TraceBuffer:
         arrived is written within ``settle``) that received spans since their last preview."""
         out = []
         for trace_id, t in self._open.items():
-            if t.changed and not t.has_root and t.spans:
+            if t.changed and not t.has_root and t.spans and trace_id not in self._in_flight:
                 t.changed, t.previewed = False, True
                 out.append((trace_id, join(list(t.spans.values()), t.logs.values())[0]))
         return out
@@ -239,7 +241,9 @@ class TraceBuffer:
         """Remove and map what is due: settled complete traces, idle ones, the overflow, direct spans.
         With ``only``, just those traces are considered (a request's own; the flusher looks at all)."""
         candidates = self._open if only is None else {t: self._open[t] for t in only if t in self._open}
-        due = [tid for tid, t in candidates.items() if everything
+        # A trace whose earlier write is still under way (outside the receiver's lock) waits for it:
+        # what came for it meanwhile is placed once that write is done (``done``), never written twice.
+        due = [tid for tid, t in candidates.items() if tid not in self._in_flight and everything
                or (t.has_root and now - t.last_seen >= self.settle)
                or (self.idle_timeout is not None and now - t.last_seen >= self.idle_timeout)]
         over = self._buffered - sum(len(self._open[t].spans) for t in due) - self.max_buffered_spans
@@ -247,14 +251,16 @@ class TraceBuffer:
             for tid, t in sorted(self._open.items(), key=lambda kv: kv[1].last_seen):
                 if over <= 0:
                     break
-                if tid not in due:
+                if tid not in due and tid not in self._in_flight:
                     due.append(tid)
                     over -= len(t.spans)
         # A client retrying after a failed write resends what is queued here already: once per span id.
         direct: dict[str, dict[str, PlainSpan]] = {}
+        waiting = [(tid, spans) for tid, spans in self._direct if tid in self._in_flight]
         for tid, spans in self._direct:
-            direct.setdefault(tid, {}).update((s.span_id, s) for s in spans)
-        self._direct = []
+            if tid not in self._in_flight:
+                direct.setdefault(tid, {}).update((s.span_id, s) for s in spans)
+        self._direct = waiting
         batch = Batch()
         revision = time.time_ns()  # after every preview taken so far (live.py)
         for tid in due:
@@ -273,13 +279,24 @@ class TraceBuffer:
         for tid, by_id in direct.items():
             spans = list(by_id.values())
             batch.parts.append(Part(tid, spans, self._rows(spans, (), self._written.get(tid)), None))
-        if self._direct_logs:
+        if any(r.log_id not in self._in_flight_logs for r in self._direct_logs):
             batch.parts.append(self._loose_logs())
+        for part in batch.parts:
+            self._in_flight.update({s.trace_id for s in part.spans} | {part.trace_id} if part.spans else ())
+            self._in_flight_logs.update(r.log_id for r in part.logs)
         return batch
+
+    def _landed(self, parts: Sequence[Part]) -> None:
+        """``parts`` are no longer being written (written, held again or given up)."""
+        for part in parts:
+            self._in_flight.difference_update({s.trace_id for s in part.spans} | {part.trace_id})
+            self._in_flight_logs.difference_update(r.log_id for r in part.logs)
 
     def _loose_logs(self) -> Part:
         """The queued records of no trace (``kept``) and of written traces (``late``, under their run)."""
-        logs, self._direct_logs = self._direct_logs, []
+        once = {r.log_id: r for r in self._direct_logs}  # a record put back and resent is written once
+        logs = [r for r in once.values() if r.log_id not in self._in_flight_logs]
+        self._direct_logs = [r for r in once.values() if r.log_id in self._in_flight_logs]
         late = [r for r in logs if r.trace_id is not None and r.trace_id in self._written]
         if late:
             self.stats.late_logs += len(late)
@@ -336,6 +353,7 @@ class TraceBuffer:
 
     def done(self, parts: Sequence[Part]) -> None:
         """``parts`` are in the store: remember their spans' ids and runs."""
+        self._landed(parts)
         for part in parts:
             rows = part.rows.get("spans", [])
             if part.held is None:  # looptrace's own trace, written as it arrives: counted once, when first seen
@@ -353,6 +371,25 @@ class TraceBuffer:
                 self.stats.traces_written += len({s.trace_id for s in part.spans})
                 self.stats.incomplete_traces += not part.held.has_root
                 self._late_while_written({s.trace_id for s in part.spans})
+        self._resent_while_written()
+
+    def _resent_while_written(self) -> None:
+        """Spans and records queued to be written at once while the write that holds them was under way
+        (a receiver that writes outside its lock; a client that resent them meanwhile): dropped now
+        that they are written, so nothing is stored twice."""
+        if self._direct:
+            kept = []
+            for tid, group in self._direct:
+                known = self._written.get(tid) or {}
+                fresh = [s for s in group if s.span_id not in known]
+                self.stats.duplicate_spans += len(group) - len(fresh)
+                if fresh:
+                    kept.append((tid, fresh))
+            self._direct = kept
+        if self._direct_logs:
+            fresh_logs = [r for r in self._direct_logs if r.log_id not in self._written_logs]
+            self.stats.duplicate_logs += len(self._direct_logs) - len(fresh_logs)
+            self._direct_logs = fresh_logs
 
     def _late_while_written(self, traces: set[str]) -> None:
         """Spans that arrived for these traces while they were being written (a receiver that writes
@@ -361,7 +398,9 @@ class TraceBuffer:
             t = self._open.pop(trace_id, None)
             if t is None:
                 continue
-            self._direct_logs.extend(t.logs.values())  # late records of the written trace
+            late = [r for r in t.logs.values() if r.log_id not in self._written_logs]  # else a resend
+            self.stats.duplicate_logs += len(t.logs) - len(late)
+            self._direct_logs.extend(late)  # late records of the written trace
             self._buffered -= len(t.spans)
             known = self._written.get(trace_id, {})
             fresh = [s for span_id, s in t.spans.items() if span_id not in known]  # a resend: dropped
@@ -373,6 +412,7 @@ class TraceBuffer:
     def put_back(self, parts: Sequence[Part], error: str) -> bool:
         """Writing ``parts`` failed: hold them again, to be retried with the next write.
         True if this error is new (worth logging), False if it repeats the last one."""
+        self._landed(parts)
         new = error != self.stats.last_error
         self.stats.write_errors += 1
         self.stats.last_error = error
@@ -398,6 +438,7 @@ class TraceBuffer:
 
     def lost(self, part: Part, error: str) -> None:
         """``part`` cannot be stored even as bare spans: counted, never retried."""
+        self._landed([part])
         self.stats.write_errors += 1
         self.stats.lost_spans += len(part.spans)
         self.stats.last_error = error

@@ -91,7 +91,10 @@ def calls_in(code: str) -> list[CodeCall]:
 def final_of(row: dict[str, Any], span: PlainSpan) -> tuple[bool, Any]:
     """(True, the answer) when the tool call ``row`` of ``span`` is a final-answer tool's; its answer is
     the argument the tool names, else what the tool returned."""
-    done, answer = final_answer(str(row["tool"]), _loads(row["args"]) if row["args"] is not None else None)
+    tool = str(row["tool"])
+    if tool not in FINAL_ANSWER_TOOLS:  # most calls: their arguments need not be parsed to know
+        return False, None
+    done, answer = final_answer(tool, _loads(row["args"]) if row["args"] is not None else None)
     if done and answer is None:
         answer = _first(span.attributes, _OUTPUT)
     return done, answer

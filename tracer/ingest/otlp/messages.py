@@ -18,7 +18,7 @@ from typing import Any
 from ...records.text import to_json
 from .frameworks import declared_in
 from .attributes import (
-    _INPUT_PREFIXES, _TOOLS_PREFIXES, _loads, _messages, _nested, _output_messages, _raw_io,
+    _INPUT_PREFIXES, _TOOLS_PREFIXES, _flattened, _loads, _messages, _nested, _output_messages, _raw_io,
 )
 
 __all__ = ["ToolCall", "Exchange", "exchange_of", "fill_outputs", "tool_calls_in", "tool_results_in", "declared_names"]
@@ -52,7 +52,7 @@ def exchange_of(a: Mapping[str, Any]) -> Exchange:
     messages = raw_messages if messages is None else messages
     output = raw_output if output is None else output
     tools = _loads(a.get("gen_ai.tool.definitions"))
-    for prefix in _TOOLS_PREFIXES if tools is None else ():
+    for prefix in _TOOLS_PREFIXES if tools is None and _flattened(a, _TOOLS_PREFIXES) else ():
         tools, _ = _nested(a, prefix)
         if tools is not None:
             break

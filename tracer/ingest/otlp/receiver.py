@@ -48,6 +48,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -73,6 +74,11 @@ from .live import LIVE_TRACES, merge, preview_rows
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
 log = logging.getLogger("looptrace.ingest")
+
+
+class _NotWritten(OSError):
+    """A group of trace writes failed (I/O): its traces are held again, and each request in it journals
+    its spans as open ones (or is answered 503 when the journal cannot take them either)."""
 
 DEFAULT_MAX_BODY = 64 << 20  # bytes of a request body, after decompression
 
@@ -117,6 +123,9 @@ class OtlpReceiver:
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
         self._log_journal = GroupCommit(self._log_journal_write, max_queued=max_queued_spans) if journal else None
+        # Traces a request completes are written before it is answered, by group commit (``_write_due``);
+        # never refused for load (a taken trace must be written or held again).
+        self._traces = GroupCommit(self._write_parts, max_queued=sys.maxsize)
         self._max_buffered = max_buffered_spans
         # Spans of written traces leave the journal (past its memory window) at start and this often.
         self._prune_every = prune_every if journal else None
@@ -329,9 +338,30 @@ class OtlpReceiver:
                 return False
             now = time.monotonic()
             traces = self._buffer.add_logs(logs, now)
-            written = True if self._batched else self._write(self._buffer.take(now, only=traces))
+            due = None if self._batched else self._buffer.take(now, only=traces)
             held = self._buffer.held_logs(logs) if self._log_journal is not None else []
-        return self._journaled(self._log_journal, held, written, "log records")
+        if due is not None and not self._write_due(due):
+            with self._lock:
+                held = self._buffer.held_logs(logs) if self._log_journal is not None else []
+            return self._journaled(self._log_journal, held, False, "log records")
+        return self._journaled(self._log_journal, held, True, "log records")
+
+    def _write_due(self, batch: Batch) -> bool:
+        """Write what a request made due, outside the lock: requests that complete traces while a write
+        is under way wait and go together in the next one (one segment, one fsync for all of them), and
+        the others are decoded and buffered meanwhile. Spans of a trace in flight that arrive during its
+        write are held as a new open trace and placed under it once written (``buffer.done``)."""
+        if not batch.parts:
+            return True
+        try:
+            self._traces.commit(batch.parts)
+        except _NotWritten:
+            return False
+        return True
+
+    def _write_parts(self, parts: list[Part]) -> None:
+        if not self._write(Batch(parts), guard=self._lock):
+            raise _NotWritten(self.stats.last_error or "the trace write failed")
 
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
         """Buffer a decoded request, write what is due, and journal what is still only in memory. True
@@ -347,11 +377,15 @@ class OtlpReceiver:
                 return False
             now = time.monotonic()
             traces = self._buffer.add(spans, now)
-            written = True if self._batched else self._write(self._buffer.take(now, only=traces))
+            due = None if self._batched else self._buffer.take(now, only=traces)
             # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
             # durable by the trace write itself: only what is still held needs the journal.
             held = self._buffer.held(spans) if self._journal is not None else []
-        return self._journaled(self._journal, held, written, "spans")
+        if due is not None and not self._write_due(due):
+            with self._lock:  # held again (``put_back``): then the journal keeps them, as any open span
+                held = self._buffer.held(spans) if self._journal is not None else []
+            return self._journaled(self._journal, held, False, "spans")
+        return self._journaled(self._journal, held, True, "spans")
 
     def _journaled(self, journal: GroupCommit | None, held: Sequence[Any], written: bool, what: str) -> bool:
         """Journal what a request left only in memory (spans or log records); True once it is durable."""

@@ -8,8 +8,9 @@ scale-path chain: 12 s to 50 s each).
 
 Here each worker writes the groups of the tests it collected (node id -> group name, from the same
 marks) into a folder the controller named, and the controller's scheduler reads them. The marks work
-as tests/README.md describes, and nothing depends on a private pytest attribute. Where xdist's suffix
-does arrive (a later xdist), its own rule still applies.
+as tests/README.md describes, and no private attribute is written. Where xdist's suffix does arrive (a
+later xdist), its own rule still applies. The tests of a module that share a module-scoped fixture
+are a group too, without a mark (``groups_of``).
 """
 
 from __future__ import annotations
@@ -29,14 +30,28 @@ KEY = "looptrace_xdist_groups"  # in each worker's workerinput: the folder to wr
 _FOLDER = pytest.StashKey[Path]()
 
 
+def _shares_a_module_setup(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture built once per module (or class) for the tests that use it."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the test's fixtures
+    if info is None:
+        return False
+    return any(d.scope in ("module", "class") for name in getattr(item, "fixturenames", ())
+               for d in info.name2fixturedefs.get(name, ()))
+
+
 def groups_of(items: Sequence[pytest.Item]) -> dict[str, str]:
-    """Node id -> group, for the tests with an ``xdist_group`` mark (names joined as xdist joins them)."""
+    """Node id -> group: the ``xdist_group`` mark's name (names joined as xdist joins them); else, for
+    a test that uses a module- or class-scoped fixture, its module. A module's set-up is then built
+    once, on one worker, instead of on each worker that got one of its tests (the Codex and Gemini
+    CLI sessions, the AG2 chats, the demo stores of test_replay and test_demo: 2 to 15 s each)."""
     out = {}
     for item in items:
         names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                  for m in item.iter_markers("xdist_group")}
         if names:
             out[item.nodeid] = "_".join(sorted(names))
+        elif _shares_a_module_setup(item):
+            out[item.nodeid] = "module:" + item.nodeid.split("::", 1)[0]
     return out
 
 

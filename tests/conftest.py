@@ -10,6 +10,10 @@ from hypothesis import settings
 
 from looptrace.tracer.store import Store
 
+# xdist_group marks honoured under pytest 9 (tests/xdist_groups.py); pytest finds hooks by name here.
+from .xdist_groups import pytest_configure_node, pytest_unconfigure, pytest_xdist_make_scheduler  # noqa: F401
+from .xdist_groups import write_groups
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
@@ -89,3 +93,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order = {id(item): i for i, item in enumerate(items)}
     items.sort(key=lambda item: (getattr(getattr(item, "module", None), "__name__", "") not in slow_modules,
                                  order[id(item)]))
+    write_groups(config, items)

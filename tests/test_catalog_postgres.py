@@ -67,6 +67,7 @@ def _reader(stop: threading.Event, seen: list[tuple[int, ...]], errors: list[str
         stop.wait(1.0)
 
 
+@pytest.mark.xdist_group("ray")  # its Ray cluster takes turns with the other Ray tests (tests/README.md)
 def test_receivers_an_export_a_reader_and_ray_share_one_postgres_catalog(
     demo: Path, tmp_path: Path, postgres, one_node, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
 ) -> None:

@@ -78,6 +78,7 @@ def test_a_second_collect_on_the_default_grpc_port_warns_without_grpcs_log(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # never beside the suite's own Ray clusters, which would make it skip
 def test_analyze_ray_auto_with_no_cluster_gives_looptraces_advice(demo: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyiceberg")
     pytest.importorskip("ray")

@@ -87,9 +87,11 @@ def test_never():
 
 
 def _pytest(project: Path, ci: str, *more: str) -> subprocess.CompletedProcess[str]:
-    env = {**python_env(), "CI": ci, "PYTHONPATH": str(ROOT)}
+    # Only the plugins this needs: every other installed one (Hypothesis, Playwright, anyio, ...) cost each
+    # of the three runs' processes seconds of imports (issue 39).
+    env = {**python_env(), "CI": ci, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("PYTEST_ADDOPTS", None)  # .ci/run's, which loads the plugin already
-    args = ["-q", "-p", "tests.required_in_ci", "-p", "no:cacheprovider", *more, str(project)]
+    args = ["-q", "-p", "xdist.plugin", "-p", "tests.required_in_ci", "-p", "no:cacheprovider", *more, str(project)]
     return subprocess.run([PYTHON, "-m", "pytest", *args], cwd=project, env=env, capture_output=True,
                           text=True, timeout=120)
 

@@ -52,6 +52,10 @@ class RunsScreen(ViewerScreen):
         Binding("m", "more", "More", show=False),
         Binding("escape", "escape", "Back", show=False),
     ]
+    # The table has the keys from the first frame. Textual focuses a screen's first focusable widget as
+    # it composes (the filter box); a focus() in on_mount lands only later, and a `q` typed in between,
+    # by a user quick on the keys or a loaded machine, went into the filter instead of quitting.
+    AUTO_FOCUS = "#runs"
 
     def __init__(
         self, store: Store, *, parent: str | None = None, parent_name: str = "",
@@ -79,7 +83,6 @@ class RunsScreen(ViewerScreen):
 
     def on_mount(self) -> None:
         self.query_one(RunsTable).mark_sort(self.sort, self.descending)
-        self.query_one(RunsTable).focus()
         self.reload()
         if self.refresh_seconds:
             self.set_interval(self.refresh_seconds, self._tick)

@@ -47,8 +47,17 @@ def _analyze(args: argparse.Namespace) -> int:
                                       on_partition=_partition_done,
                                       on_run=lambda run: _ran(run, args.timeline))
         else:
+            run_ids = None
+            if args.run:  # a unique prefix names a run here as in every other command
+                from .recording import RecordingError, resolve_run
+
+                with source.reader() as conn:
+                    try:
+                        run_ids = [resolve_run(conn, args.run)]
+                    except RecordingError as exc:
+                        raise ValueError(str(exc)) from None
             with Progress(f"analysing {args.db}"):  # a spinner on a terminal past a second; quiet otherwise
-                results = analyze_store(source, run_ids=[args.run] if args.run else None, thresholds=thresholds,
+                results = analyze_store(source, run_ids=run_ids, thresholds=thresholds,
                                         write=isinstance(source, Store) or bool(args.catalog))
     except (StoreError, ValueError, OSError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from looptrace.tracer.ingest.files.importing import write_trajectories
 from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
 from looptrace.tracer.store import Store
 
-from .conftest import PYTHON, ROOT, python_env
+from .conftest import PYTHON, ROOT, python_env, query
 
 T0 = datetime(2026, 1, 2, 10, 0, 0)
 LONG_ARG = "grep -rn 'a_rather_long_pattern_name' src/some/deeply/nested/package/module_with_a_long_name.py"
@@ -92,3 +92,12 @@ def test_a_loop_the_agent_recovered_from_shows_beside_its_ok(tmp_path: Path) -> 
     [result] = analyze_store(store)
     assert [d.label for d in result.diagnoses] == ["ok", "stagnation"]
     assert Row(result, "a", None).evidence(full=False).endswith("(also: stagnation, steps 2-4)")
+
+
+def test_run_takes_a_unique_prefix_and_says_so_when_it_names_none(db: Path) -> None:
+    run_id = query(db, "SELECT run_id FROM runs WHERE agent = 'agent-early'")[0][0]
+    out = looptrace("analyze", "--db", str(db), "--run", run_id[:12], "--format", "json").stdout
+    assert [(d["agent"], d["diagnoses"][0]["label"]) for d in json.loads(out)] == [("agent-early", "stagnation")]
+    missing = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "analyze", "--db", str(db), "--run", "zz-none"],
+                             capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=60)
+    assert missing.returncode == 1 and missing.stderr.strip() == "error: no run 'zz-none' in this store", missing

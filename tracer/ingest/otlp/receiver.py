@@ -340,23 +340,22 @@ class OtlpReceiver:
             traces = self._buffer.add_logs(logs, now)
             due = None if self._batched else self._buffer.take(now, only=traces)
             held = self._buffer.held_logs(logs) if self._log_journal is not None else []
-        if due is not None and not self._write_due(due):
-            with self._lock:
+        written = due is None or self._write_due(due)
+        if not written:
+            with self._lock:  # held again (``put_back``): then the journal keeps them, as any open record
                 held = self._buffer.held_logs(logs) if self._log_journal is not None else []
-            return self._journaled(self._log_journal, held, False, "log records")
-        return self._journaled(self._log_journal, held, True, "log records")
+        return self._journaled(self._log_journal, held, written, "log records")
 
     def _write_due(self, batch: Batch) -> bool:
         """Write what a request made due, outside the lock: requests that complete traces while a write
         is under way wait and go together in the next one (one segment, one fsync for all of them), and
         the others are decoded and buffered meanwhile. Spans of a trace in flight that arrive during its
         write are held as a new open trace and placed under it once written (``buffer.done``)."""
-        if not batch.parts:
-            return True
-        try:
-            self._traces.commit(batch.parts)
-        except _NotWritten:
-            return False
+        if batch.parts:
+            try:
+                self._traces.commit(batch.parts)
+            except _NotWritten:
+                return False
         return True
 
     def _write_parts(self, parts: list[Part]) -> None:
@@ -381,11 +380,11 @@ class OtlpReceiver:
             # A request that completes its traces (settle 0, looptrace's own spans, late spans) is
             # durable by the trace write itself: only what is still held needs the journal.
             held = self._buffer.held(spans) if self._journal is not None else []
-        if due is not None and not self._write_due(due):
+        written = due is None or self._write_due(due)
+        if not written:
             with self._lock:  # held again (``put_back``): then the journal keeps them, as any open span
                 held = self._buffer.held(spans) if self._journal is not None else []
-            return self._journaled(self._journal, held, False, "spans")
-        return self._journaled(self._journal, held, True, "spans")
+        return self._journaled(self._journal, held, written, "spans")
 
     def _journaled(self, journal: GroupCommit | None, held: Sequence[Any], written: bool, what: str) -> bool:
         """Journal what a request left only in memory (spans or log records); True once it is durable."""

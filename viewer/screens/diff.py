@@ -28,7 +28,9 @@ class DiffScreen(ViewerScreen):
     HELP = (
         "The run it replays or forks on the left, this run on the right, one line per pair of steps\n"
         "aligned by a longest common subsequence of their actions (tools and arguments). = marks the\n"
-        "same action, ≠ a different one or a step only one run has; d jumps to the first divergence,\n"
+        "same action, ≠ a different one or a step only one run has; where the runs part, the steps that\n"
+        "stand in each other's place share a line. ✗ marks a failed step, with its error: a refused model\n"
+        "call made no decision, so it is never alike an answer. d jumps to the first divergence,\n"
         "enter opens this run's step (or the original's, where this run has none).\n\n"
         + priority_note(LAYOUT, NAMES)
     )

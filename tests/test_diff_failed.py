@@ -30,7 +30,7 @@ from looptrace.tracer.cli.main import main as cli_main
 from looptrace.tracer.store import Store
 from looptrace.viewer.app import ViewerApp
 from looptrace.viewer.capture import screen_text, settle
-from looptrace.viewer.screens import DiffScreen
+from looptrace.viewer.screens import DiffScreen, StepScreen
 from looptrace.viewer.widgets import DiffTable
 
 TASK = "Find every warning in data/server.log."
@@ -105,6 +105,14 @@ def test_the_side_by_side_view_shows_the_failures(runs: Runs) -> None:
             assert "≠" in step2 and re.search(r"✗ \w+ · read_file", step2), step2
             assert "data/missing.log" in step2 and "offset" in step2  # the fork's read beside the original's
             assert not any("(answer)" in ln and "=" in ln.split()[0] for ln in lines)
+            # o opens the original's side of the line: the refused call, with its whole error.
+            table = app.screen.query_one(DiffTable)
+            assert table.move_to_key("2")
+            await pilot.press("o")
+            await settle(pilot)
+            assert isinstance(app.screen, StepScreen)
+            assert (app.screen.run_id, app.screen.step) == (runs.original, 3)
+            assert "prompt is too long" in screen_text(app)
 
     asyncio.run(scenario())
 

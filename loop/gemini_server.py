@@ -113,33 +113,24 @@ class GeminiServer(LoopbackService):
 
 class _Handler(TrackedHandler):
 
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
-        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
-                f"content-length: {len(data)}\r\n\r\n").encode()
-        self.wfile.write(head + data)
-
     def do_GET(self) -> None:
-        self._send(404, "application/json", json.dumps({"error": {"code": 404, "message": self.path}}).encode())
+        self.send_json(404, {"error": {"code": 404, "message": self.path}})
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = None
+        body = self.read_json()
         path, _, query = self.path.partition("?")
         model, _, method = path.rpartition("/")[2].partition(":")
         if method == "countTokens":
-            self._send(200, "application/json", json.dumps({"totalTokens": _tokens(body)}).encode())
+            self.send_json(200, {"totalTokens": _tokens(body)})
             return
         if method not in ("generateContent", "streamGenerateContent"):
-            self._send(404, "application/json", json.dumps({"error": {"code": 404, "message": self.path}}).encode())
+            self.send_json(404, {"error": {"code": 404, "message": self.path}})
             return
         status, payload = self.server.owner.answer(model, body)
         if status == 200 and method == "streamGenerateContent" and "alt=sse" in query:
-            self._send(200, "text/event-stream", f"data: {json.dumps(payload)}\n\n".encode())
+            self.send(200, "text/event-stream", f"data: {json.dumps(payload)}\n\n".encode())
         else:
-            self._send(status, "application/json", json.dumps(payload).encode())
+            self.send_json(status, payload)
 
 
 GeminiServer.request_handler = _Handler

@@ -143,11 +143,7 @@ class ChatCompletionsServer(LoopbackService):
 class _Handler(TrackedHandler):
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = None
+        body = self.read_json()
         path = self.path.partition("?")[0]
         if path not in _PATHS and path not in _RESPONSES:
             status, payload = 404, {"error": {"message": f"Not found: {self.path}", "type": "not_found"}}
@@ -155,18 +151,10 @@ class _Handler(TrackedHandler):
             status, payload = self.server.owner._answer(body, responses=path in _RESPONSES)
         if status == 200 and isinstance(body, dict) and body.get("stream") is True:
             events = response_events(payload) if path in _RESPONSES else chat_chunks(payload)
-            self._stream([json.dumps(e) for e in events] + ([] if path in _RESPONSES else ["[DONE]"]))
+            datas = [json.dumps(e) for e in events] + ([] if path in _RESPONSES else ["[DONE]"])
+            self.send(200, "text/event-stream", b"".join(f"data: {d}\n\n".encode() for d in datas))
             return
-        data = json.dumps(payload).encode()
-        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(data)}\r\n\r\n").encode()
-        self.wfile.write(head + data)
-
-    def _stream(self, datas: list[str]) -> None:
-        frames = b"".join(f"data: {d}\n\n".encode() for d in datas)
-        head = (f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                f"content-length: {len(frames)}\r\n\r\n").encode()
-        self.wfile.write(head + frames)
+        self.send_json(status, payload)
 
 
 ChatCompletionsServer.request_handler = _Handler

@@ -139,33 +139,24 @@ class ResponsesServer(LoopbackService):
 
 class _Handler(TrackedHandler):
 
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
-        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
-                f"content-length: {len(data)}\r\n\r\n").encode()
-        self.wfile.write(head + data)
-
     def do_GET(self) -> None:
         # Clients may list models first; an empty list says "nothing to choose from", not an error.
         if self.path.partition("?")[0] in ("/v1/models", "/models"):
-            self._send(200, "application/json", b'{"object": "list", "data": []}')
+            self.send_json(200, {"object": "list", "data": []})
         else:
-            self._send(404, "application/json", json.dumps({"error": {"message": f"Not found: {self.path}"}}).encode())
+            self.send_json(404, {"error": {"message": f"Not found: {self.path}"}})
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = None
+        body = self.read_json()
         if self.path.partition("?")[0] not in _PATHS:
-            self._send(404, "application/json", json.dumps({"error": {"message": f"Not found: {self.path}"}}).encode())
+            self.send_json(404, {"error": {"message": f"Not found: {self.path}"}})
             return
         status, payload = self.server.owner._answer(body)
         if status != 200 or not isinstance(payload, list):
-            self._send(status, "application/json", json.dumps(payload).encode())
+            self.send_json(status, payload)
             return
         stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in payload).encode()
-        self._send(200, "text/event-stream", stream)
+        self.send(200, "text/event-stream", stream)
 
 
 ResponsesServer.request_handler = _Handler

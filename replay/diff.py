@@ -1,6 +1,12 @@
 """Diffing two runs: align their actions (longest common subsequence over the steps' action keys,
 ``records/actions.py``), find the first divergent decision, and compare steps' tokens, cost and
-latency (pure functions)."""
+latency (pure functions).
+
+A step whose model call failed (refused, out of retries) made no decision: it has no tool call, like a
+final answer, but it is not one, so it has an identity of its own (``CALL_FAILED``) and two such steps
+align. Where the runs part, the steps of one that stand where the other's differ are put on one line
+(as ``difflib`` pairs a replaced block), so a refused call sits beside the answer that replaced it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,11 @@ import duckdb
 
 from looptrace.tracer.records.actions import STEP_ACTION_KEY_SQL
 
-__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE", "delta"]
+__all__ = ["StepFacts", "Aligned", "RunDiff", "align", "diff_runs", "load_step_facts", "STEP_FACTS_SQL", "MAX_TABLE",
+           "delta", "CALL_FAILED"]
+
+# The identity of a step whose model call failed: not an action key (those are md5 hex), not a call's text.
+CALL_FAILED = "(model call failed)"
 
 
 @dataclass(frozen=True)
@@ -23,10 +33,24 @@ class StepFacts:
     cost_usd: float | None
     latency_ms: int
     key: str | None = None  # the step's action key (``records/actions.py``); without one, ``action``
+    call_error: str | None = None  # the step's model call failed: its error (the step is no answer)
+    tool_errors: tuple[str, ...] = ()  # its failed tool calls' error types ("error" where none was given)
+
+    @property
+    def failed(self) -> bool:
+        """A tool call or the model call of the step failed."""
+        return self.call_error is not None or bool(self.tool_errors)
+
+    @property
+    def answered(self) -> bool:
+        """No tool call and no failed model call: the step is a final answer."""
+        return not self.action and self.key is None and self.call_error is None
 
     @property
     def identity(self) -> str | None:
-        return self.key if self.key is not None else self.action
+        if self.key is not None:
+            return self.key
+        return CALL_FAILED if not self.action and self.call_error is not None else self.action
 
 
 @dataclass(frozen=True)
@@ -73,8 +97,28 @@ def align(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
         middle = [Aligned(x, y) for x, y in zip_longest(middle_a, middle_b)]
     else:
         middle = _lcs(middle_a, middle_b)
-    return ([Aligned(x, y) for x, y in zip(a[:head], b[:head])] + middle
+    return ([Aligned(x, y) for x, y in zip(a[:head], b[:head])] + _paired(middle)
             + [Aligned(x, y) for x, y in zip(a[n - tail:], b[m - tail:])])
+
+
+def _paired(pairs: list[Aligned]) -> list[Aligned]:
+    """Each stretch of one-sided lines between two alike pairs, its two runs' steps put side by side in
+    order (the longer side's rest stays one-sided): what stands where the other run did something else."""
+    out: list[Aligned] = []
+    k = 0
+    while k < len(pairs):
+        if pairs[k].same:
+            out.append(pairs[k])
+            k += 1
+            continue
+        end = k
+        while end < len(pairs) and not pairs[end].same:
+            end += 1
+        a = [p.a for p in pairs[k:end] if p.a is not None]
+        b = [p.b for p in pairs[k:end] if p.b is not None]
+        out += [Aligned(x, y) for x, y in zip_longest(a, b)]
+        k = end
+    return out
 
 
 def _lcs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> list[Aligned]:
@@ -104,22 +148,31 @@ def diff_runs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> RunDiff:
 
 
 # One row per step: the step's actions in call order (as text to show, and as the key they are
-# compared by), its tokens and cost, and its model latency.
+# compared by), its tokens and cost, its model latency, the error of its failed model call (the latest,
+# cut to 300 characters) and the error types of its failed tool calls.
 STEP_FACTS_SQL = """
+WITH calls AS (
+    SELECT step, sum(latency_ms) AS latency_ms,
+           arg_max(left(error, 300), started_at) FILTER (WHERE error IS NOT NULL) AS error
+    FROM llm_calls WHERE run_id = $run_id AND step IS NOT NULL GROUP BY step
+)
 SELECT s.step,
        string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(json(s.args) AS VARCHAR), ''), ' | '
                   ORDER BY s.call_index) AS action,
        sum(s.input_tokens + s.output_tokens) AS tokens, sum(s.cost_usd) AS cost_usd,
-       coalesce((SELECT sum(l.latency_ms) FROM llm_calls l WHERE l.run_id = s.run_id AND l.step = s.step), 0),
-       {step_key} AS action_key
-FROM steps s WHERE s.run_id = ? GROUP BY s.run_id, s.step ORDER BY s.step
+       coalesce(any_value(c.latency_ms), 0) AS latency_ms,
+       {step_key} AS action_key,
+       any_value(c.error) AS call_error,
+       list(coalesce(s.error_type, 'error') ORDER BY s.call_index) FILTER (WHERE s.is_error) AS tool_errors
+FROM steps s LEFT JOIN calls c ON c.step = s.step
+WHERE s.run_id = $run_id GROUP BY s.run_id, s.step ORDER BY s.step
 """.format(step_key=STEP_ACTION_KEY_SQL)
 
 
 def load_step_facts(conn: duckdb.DuckDBPyConnection, run_id: str) -> list[StepFacts]:
     return [StepFacts(int(r[0]), str(r[1]).strip(), None if r[2] is None else int(r[2]),
-                      None if r[3] is None else float(r[3]), int(r[4] or 0), r[5])
-            for r in conn.execute(STEP_FACTS_SQL, [run_id]).fetchall()]
+                      None if r[3] is None else float(r[3]), int(r[4] or 0), r[5], r[6], tuple(r[7] or ()))
+            for r in conn.execute(STEP_FACTS_SQL, {"run_id": run_id}).fetchall()]
 
 
 def delta(a: int | float | None, b: int | float | None, *, a_exists: bool, b_exists: bool) -> int | float | None:

@@ -7,12 +7,15 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from looptrace.tracer.cli.main import add_command
 from looptrace.tracer.cli.numbers import port, positive, whole
 from looptrace.tracer.cli.plural import count
 from looptrace.tracer.store import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from .diff import StepFacts
 
 __all__ = ["register"]
 
@@ -157,13 +160,15 @@ def _diff(args: argparse.Namespace) -> int:
     rows = []
     for p in d.pairs:
         mark = "=" if p.same else ("-" if p.b is None else "+" if p.a is None else "~")
-        rows.append([mark, p.a.step if p.a else "", (p.a or p.b).action[:50] if (p.a or p.b) else "",
+        rows.append([mark, p.a.step if p.a else "", _described(p.a or p.b)[:50] if p.a or p.b else "",
                      p.b.step if p.b else "",
                      _shown(delta(p.a and p.a.tokens, p.b and p.b.tokens, a_exists=p.a is not None,
                                   b_exists=p.b is not None)),
                      _shown(delta(p.a and p.a.cost_usd, p.b and p.b.cost_usd, a_exists=p.a is not None,
                                   b_exists=p.b is not None), digits=6),
                      (p.b.latency_ms if p.b else 0) - (p.a.latency_ms if p.a else 0)])
+        if mark == "~" and p.b is not None:  # B did something else at A's place: its action on a line of its own, under A's
+            rows.append(["", "", "→ " + _described(p.b)[:48], "", "", "", ""])
     print(format_table(["", "step A", "action", "step B", "Δtokens", "Δcost_usd", "Δlatency_ms"], rows))
     if d.first_divergence is None:
         print(f"no divergence: {count(d.common, 'step')} in common")
@@ -172,6 +177,16 @@ def _diff(args: argparse.Namespace) -> int:
         where = f"step {p.a.step} of A" if p.a else f"step {p.b.step} of B" if p.b else "?"
         print(f"first divergent decision at {where}; {count(d.common, 'step')} in common")
     return 0
+
+
+def _described(facts: StepFacts) -> str:
+    """A step's action in the diff's table; a failed step says so first, so a cut keeps it."""
+    if facts.call_error is not None and not facts.action:
+        return "✗ model call failed"
+    if facts.answered:
+        return "(answer)"
+    failure = ", ".join(dict.fromkeys(facts.tool_errors))
+    return f"✗ {failure} · {facts.action}" if failure else facts.action
 
 
 def _export_test(args: argparse.Namespace) -> int:

@@ -362,7 +362,8 @@ def steps_of(pairs: list[Aligned]) -> list[tuple[int | None, int | None]]:
         (("x",), (), [(1, None)]),
         (("x", "z"), ("x", "y", "z"), [(1, 1), (None, 2), (2, 3)]),  # b inserted a step
         (("x", "y", "z"), ("x", "z"), [(1, 1), (2, None), (3, 2)]),  # b skipped a step
-        (("x", "y", "z"), ("x", "w", "z"), [(1, 1), (None, 2), (2, None), (3, 3)]),  # a different decision
+        (("x", "y", "z"), ("x", "w", "z"), [(1, 1), (2, 2), (3, 3)]),  # a different decision: side by side
+        (("x", "y", "w"), ("x", "z"), [(1, 1), (2, 2), (3, None)]),  # ... the longer side's rest alone
         (("x", "y"), ("y", "x"), [(None, 1), (1, 2), (2, None)]),  # swapped: one kept in common
         (("r", "r", "r"), ("r",), [(1, 1), (2, None), (3, None)]),  # a stagnated run against a healthy one
         (("a", "b", "a", "b"), ("a", "b"), [(1, 1), (2, 2), (3, None), (4, None)]),
@@ -371,7 +372,10 @@ def steps_of(pairs: list[Aligned]) -> list[tuple[int | None, int | None]]:
 def test_align(a: tuple[str, ...], b: tuple[str, ...], expected: list[tuple[int | None, int | None]]) -> None:
     pairs = align(facts(*a), facts(*b))
     assert steps_of(pairs) == expected
-    assert all(p.same == (p.a is not None and p.b is not None) for p in pairs)
+    assert all(p.same == (p.a is not None and p.b is not None and p.a.action == p.b.action) for p in pairs)
+    # Between two alike pairs the lines are never one-sided on both sides: what differs stands side by side.
+    for before, after in zip(pairs, pairs[1:]):
+        assert not (before.a is None and after.b is None) and not (before.b is None and after.a is None)
 
 
 @settings(max_examples=300, deadline=None)

@@ -67,11 +67,11 @@ def test_the_runs_screen_shows_every_runs_status_and_diagnosis_in_full(demo: Pat
             shown[pairs[0]] += 1
         assert shown == expected
         _shows_every_key(app)
-        if size[0] >= 120:  # and the numbers beside them: steps, tokens, cost, duration
+        if size[0] >= 120:  # and the task before them, the steps after (the other numbers need ~160 columns)
             header = next(line for line in lines if line.lstrip().startswith("started"))
-            assert re.search(r"status\s+diagnosis\s+steps\s+tokens\s+cost\s+duration", header), header
+            assert re.search(r"agent\s+task\s+status\s+diagnosis\s+steps", header), header
             [budget] = [f for f in rows if any(x.startswith("demo-budget") for x in f)]
-            assert budget[-4:-1] == ["3", "186k", "$0.6300"], budget
+            assert budget[-1] == "3", budget
 
     run_at(demo, size, scenario)
 

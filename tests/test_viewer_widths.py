@@ -1,4 +1,5 @@
-"""Tables and help at 80x24, 100x30 and 120x40: whole columns in their priority, never a cut heading.
+"""Tables and help at 80x24, 100x30 and 120x40 (the runs table also at 160): whole columns in their
+priority, never a cut heading.
 
 Issue 40 found, over the demo store: the help screen at 80x24 hiding 42 of its words below the box,
 the runs table cutting agent names to 14 characters (demo-context-overflow and demo-context-defended
@@ -106,7 +107,7 @@ def _run_at(db: Path, size: tuple[int, int]) -> None:
         assert rows[overflow][agent] == "demo-context-overflow" and rows[defended][agent] == "demo-context-defended"
         assert "demo-context-overflow" in text and "demo-context-defended" in text
         if width >= 120:
-            assert "duration" in _heading_tokens(header)
+            assert "task" in _heading_tokens(header)
 
         await pilot.press("question_mark")
         await settle(pilot)
@@ -176,6 +177,40 @@ def _run_at(db: Path, size: tuple[int, int]) -> None:
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
             await scenario(app, pilot)
+
+    asyncio.run(run())
+
+
+# What the runs table shows of the demo store as the terminal widens. The task (what the run was asked)
+# comes right after the agent: last round it was the second to go, and 120 columns did not show it.
+RUNS_AT = {
+    80: ["started", "agent", "status", "diagnosis"],
+    120: ["started", "agent", "task", "status", "diagnosis", "steps", "sub"],
+    160: [c.heading for c in RUN_COLUMNS],
+}
+
+
+def test_the_runs_table_shows_the_task_from_120_columns(demo: Path) -> None:
+    overflow = run_id_of(demo, "demo-context-overflow")
+
+    async def run() -> None:
+        app = ViewerApp(demo, refresh_seconds=None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one(RunsTable)
+            for width, expected in RUNS_AT.items():
+                await pilot.resize_terminal(width, 24)
+                await settle(pilot)
+                await pilot.pause(0.1)
+                lines = screen_text(app).splitlines()
+                header = next(line for line in lines if line.lstrip().startswith("started"))
+                assert _heading_tokens(header) == expected, (width, header)
+                _headings_whole(table)
+                assert table.virtual_size.width <= width
+                if "task" in expected:  # the task's cell, as far as its column goes
+                    task = table.get_row(overflow)[table.get_column_index("task")].plain
+                    assert task.startswith("Find every warning"), task
+                    assert any(task in line and "demo-context-overflow" in line for line in lines)
 
     asyncio.run(run())
 

@@ -8,6 +8,7 @@ connection's own thread after the server stopped.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import sys
 import threading
@@ -66,6 +67,25 @@ class TrackedHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    # What the scripted model servers (Chat Completions, Responses, Gemini) each wrote alike: read a JSON
+    # body, send one whole response. Each API's own error shapes and paths stay in its server.
+    def read_json(self) -> Any:
+        """The request's body as JSON; None when it is not JSON (the server answers that with a 400)."""
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def send(self, status: int, content_type: str, data: bytes) -> None:
+        """One whole response with its length, so the connection stays open for the next request."""
+        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
+                f"content-length: {len(data)}\r\n\r\n").encode()
+        self.wfile.write(head + data)
+
+    def send_json(self, status: int, payload: Any) -> None:
+        self.send(status, "application/json", json.dumps(payload).encode())
 
 
 class LoopbackService:

@@ -28,12 +28,15 @@ class DiffScreen(ViewerScreen):
     HELP = (
         "The run it replays or forks on the left, this run on the right, one line per pair of steps\n"
         "aligned by a longest common subsequence of their actions (tools and arguments). = marks the\n"
-        "same action, ≠ a different one or a step only one run has; d jumps to the first divergence,\n"
-        "enter opens this run's step (or the original's, where this run has none).\n\n"
+        "same action, ≠ a different one or a step only one run has; where the runs part, the steps that\n"
+        "stand in each other's place share a line. ✗ marks a failed step, with its error: a refused model\n"
+        "call made no decision, so it is never alike an answer. d jumps to the first divergence,\n"
+        "enter opens this run's step (or the original's, where this run has none), o the original's.\n\n"
         + priority_note(LAYOUT, NAMES)
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "divergence", "First divergence"),
+        Binding("o", "original", "Original's step"),
         Binding("escape", "back", "Back"),
     ]
 
@@ -85,6 +88,12 @@ class DiffScreen(ViewerScreen):
     def action_divergence(self) -> None:
         if self.pair is not None and not self.query_one(DiffTable).move_to_first():
             self.notify("no divergence: same actions as the original", markup=False)
+
+    def action_original(self) -> None:
+        """Open the original's step of the line (a paired line's enter opens this run's)."""
+        pair = self.query_one(DiffTable).current_pair
+        if self.pair is not None and pair is not None and pair.a is not None:
+            self.post_message(StepSelected(pair.a.step, self.pair.original))
 
     def on_step_selected(self, event: StepSelected) -> None:
         from .step import StepScreen

@@ -2,6 +2,9 @@
 
 Each side shows its step number, its action (tools and arguments, as ``looptrace diff`` compares
 them) and its tokens; a step only one run has leaves the other side blank. Keys are pair indexes.
+A failed step says so before its action, with its error (``✗ FileNotFoundError · read_file ...``,
+``✗ call failed: BadRequestError 400``): first, so that a narrow column cuts the arguments, not the
+failure.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from textual.binding import Binding, BindingType
 from looptrace.replay.diff import Aligned, StepFacts
 
 from ..columns import Column
-from ..format import fmt_int
+from ..format import call_error_kind, fmt_int
 from ..messages import StepSelected
 from ..safe import safe_plain
 from .lazy_table import LazyTable, fit
@@ -26,11 +29,29 @@ DIVERGED = "bold yellow"  # an action that differs from the other run's at the s
 FIRST = "bold black on yellow"  # the first divergence's mark
 
 
+FAILED = "bold red"  # a side's failure, before its action
+
+
+def _failure(facts: StepFacts) -> str:
+    """What failed in the step, in a few words ("" for none): its model call's error, or its tools'."""
+    if facts.call_error is not None and not facts.action:
+        return f"✗ call failed: {call_error_kind(facts.call_error)}"
+    kinds = [facts.call_error and f"model call: {call_error_kind(facts.call_error)}", *dict.fromkeys(facts.tool_errors)]
+    return "✗ " + ", ".join(filter(None, kinds)) if facts.failed else ""
+
+
+def _action(facts: StepFacts) -> str:
+    failure = _failure(facts)
+    if facts.call_error is not None and not facts.action:
+        return failure
+    action = facts.action or "(answer)"
+    return f"{failure} · {action}" if failure else action
+
+
 def _side(facts: StepFacts | None) -> tuple[str, str, str]:
     if facts is None:
         return "", "", ""
-    action = safe_plain(facts.action or "(answer)", newlines=False, width=ACTION_WIDTH)
-    return str(facts.step), action, fmt_int(facts.tokens)
+    return str(facts.step), safe_plain(_action(facts), newlines=False, width=ACTION_WIDTH), fmt_int(facts.tokens)
 
 
 def pair_texts(pair: Aligned) -> tuple[str, ...]:
@@ -72,8 +93,13 @@ class DiffTable(LazyTable):
         differs = not pair.same
         styles = [FIRST if index == self.first else ("yellow" if differs else "dim"), "",
                   DIVERGED if differs else "", "", "", DIVERGED if differs else "", ""]
-        return [Text(text, style=style, justify="right" if right else "left", end="")
-                for text, style, (_, right) in zip(texts, styles, COLUMNS)]
+        cells = [Text(text, style=style, justify="right" if right else "left", end="")
+                 for text, style, (_, right) in zip(texts, styles, COLUMNS)]
+        for facts, column in ((pair.a, 2), (pair.b, 5)):
+            failure = _failure(facts) if facts is not None else ""
+            if failure:  # the failure in red, the action after it as the line's style has it
+                cells[column].stylize(FAILED, 0, len(failure))
+        return cells
 
     def move_to_first(self) -> bool:
         return self.first is not None and self.move_to_key(str(self.first))

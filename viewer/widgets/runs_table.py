@@ -2,10 +2,10 @@
 
 Column priority (``RUN_COLUMNS``, laid out by ``viewer.columns``): the columns that answer "did it
 fail, and how" (status, diagnosis) go last, then when it started and which agent it was (the agent's
-name whole: two agents that share a prefix must not look alike), then the numbers, then the task and
-the model, which give way first; the column the runs are sorted by comes right after status and
-diagnosis. At 80 columns a run shows started, agent, status and diagnosis; at 120 the numbers too;
-the task and model need about 150.
+name whole: two agents that share a prefix must not look alike), then the task (what the run was
+asked: the most telling column after those), then the numbers, and the model gives way first; the
+column the runs are sorted by comes right after status and diagnosis. On the demo store a run shows
+started, agent, status and diagnosis at 80 columns; the task and steps too at 120; everything at 160.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ __all__ = ["RunsTable", "RUN_COLUMNS", "run_cells"]
 RUN_COLUMNS: tuple[Column, ...] = (
     Column("started", "started", priority=2),
     Column("agent", "agent", priority=3, least=16),
-    Column("task", "task", priority=9, least=16),
+    Column("task", "task", priority=4, least=16),
     Column("model", "model", priority=10, least=8),
     Column("status", "status", priority=0),
     Column("diagnosis", "diagnosis", priority=1),
-    Column("steps", "steps", priority=4, right=True),
-    Column("tokens", "tokens", priority=5, right=True),
-    Column("cost", "cost", priority=6, right=True),
-    Column("duration", "duration", priority=7, right=True),
-    Column("sub", "sub", priority=8, right=True),
+    Column("steps", "steps", priority=5, right=True),
+    Column("tokens", "tokens", priority=6, right=True),
+    Column("cost", "cost", priority=7, right=True),
+    Column("duration", "duration", priority=8, right=True),
+    Column("sub", "sub", priority=9, right=True),
 )
 SORTED_PRIORITY = 1.5  # the sort column's: after status and diagnosis, before the rest
 

@@ -2,23 +2,27 @@
 
 ``classify`` reduces a span of the OTel GenAI conventions, OpenInference or OpenLLMetry to a role
 (agent, workflow, model call, tool call); ``model_call`` and ``tool_call`` read a model or tool span into
-looptrace's typed rows. Pure functions; ``conventions.py`` assembles whole traces from them.
+looptrace's typed rows. Pure functions; ``conventions.py`` assembles whole traces from them. Reading a
+value into a column's type is ``values.py``; reading a span's message lists is ``message_lists.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...records import conventions as c
 from ...records.pricing import cost_usd, price_of
 from ...records.spans import PlainSpan, ts
 from ...records.requests import RequestLog
-from ...records.text import clean_text, to_json
+from ...records.text import to_json
 from .frameworks import ARGUMENT_WRAPPERS, FINAL_ANSWER_SPANS, RESULT_WRAPPERS, unwrap
+from .message_lists import (
+    _INPUT_PREFIXES, _TOOLS_PREFIXES, _flattened, _message_text, _messages, _nested, _output_messages, _raw_io,
+    _user_text,
+)
+from .values import _UNPARSED, _first, _int, _json_text, _loads, _text
 
 AGENT, WORKFLOW, MODEL, TOOL = "agent", "workflow", "model", "tool"
 
@@ -62,15 +66,6 @@ _COST_PARTS = ("gen_ai.usage.input_cost", "gen_ai.usage.output_cost")
 _GENAI_PARAMS = ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "frequency_penalty",
                  "presence_penalty", "seed", "choice.count")
 _GENAI_PARAM_KEYS = tuple((p, f"gen_ai.request.{p}") for p in _GENAI_PARAMS)
-# Flattened lists: OpenInference (llm.input_messages.0.message.role), OpenLLMetry (gen_ai.prompt.0.role).
-_INPUT_PREFIXES = ("llm.input_messages", "gen_ai.prompt")
-_OUTPUT_PREFIXES = ("llm.output_messages", "gen_ai.completion")
-_TOOLS_PREFIXES = ("llm.tools", "llm.request.functions")
-_INT64 = 1 << 63
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # valid for Python's json, refused by DuckDB's
-# JSON columns that tracer.records fills from attributes as they are: checked when the spans are untrusted.
-_JSON_COLUMNS = {"tool_call_records": ("args",), "run_records": ("attributes",), "step_records": ("events",),
-                 "llm_call_records": ("params", "system", "tools", "messages_append", "response")}
 
 
 def is_native(span: PlainSpan) -> bool:
@@ -97,191 +92,6 @@ def classify(span: PlainSpan) -> str | None:
 def run_id_for(trace_id: str, span_id: str) -> str:
     """The id of the run of ``span_id`` (an agent span or a trace's root): the same on every derivation."""
     return hashlib.sha256(f"otlp\0{trace_id}\0{span_id}".encode()).hexdigest()[:32]
-
-
-def _first(a: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    for k in keys:  # a loop, not next() over a generator: called ~10 times a span on collect's hot path
-        value = a.get(k)
-        if value is not None:
-            return value
-    return None
-
-
-def _int(value: Any) -> int | None:
-    """A count for a BIGINT column, or None (not a number, or out of range)."""
-    try:
-        number = int(value) if value is not None else None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if number is None or -_INT64 <= number < _INT64 else None
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return clean_text(value) if isinstance(value, (str, bytes)) else to_json(value)
-
-
-# What a JSON text can start with, after JSON's whitespace (NaN and Infinity are refused below, but
-# parsed first). Any other text is returned at once: a tool's plain-text result or a model name would
-# otherwise cost json.loads an exception, which was most of a tool span's mapping.
-_JSON_START = frozenset('{["-0123456789tfnNI')
-_JSON_SPACE = " \t\n\r"
-
-
-def _loads(value: Any) -> Any:
-    """A JSON attribute (GenAI records messages as JSON text); anything else as it is."""
-    if not isinstance(value, str) or value[:1] not in _JSON_START and value.lstrip(_JSON_SPACE)[:1] not in _JSON_START:
-        return value
-    try:
-        return json.loads(value, parse_constant=_refuse)
-    except (ValueError, RecursionError):
-        return value
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError(name)  # NaN and Infinity are not JSON, and DuckDB's JSON type refuses them
-
-
-_UNPARSED = object()
-
-
-def _json_text(value: Any, parsed: Any = _UNPARSED) -> str | None:
-    """JSON text for a JSON column: a string that already is JSON as written, anything else encoded.
-    ``parsed``: ``_loads(value)``, when the caller has it already."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        parsed = _loads(value) if parsed is _UNPARSED else parsed
-        if parsed is not value:
-            return to_json(parsed) if _SURROGATE_ESCAPE.search(value) else clean_text(value)
-    return to_json(value)
-
-
-def _safe_json(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    """``rows`` with every JSON column holding valid JSON: one bad cell would fail its whole segment."""
-    for table, columns in _JSON_COLUMNS.items():
-        for row in rows.get(table, ()):
-            for column in columns:
-                if row.get(column) is not None:
-                    row[column] = _json_text(row[column])
-    return rows
-
-
-def _nested(a: Mapping[str, Any], prefix: str) -> tuple[Any, list[str]]:
-    """The flattened attributes under ``prefix`` as nested data (numeric keys become lists), and the keys
-    it holds. A key that clashes with another (``x`` and ``x.y``) is left out, so it stays in ``spans``."""
-    head = prefix + "."
-    keys = [k for k in a if k.startswith(head)]
-    if not keys:  # the common case: the span does not use this flattened list
-        return None, []
-    root: dict[str, Any] = {}
-    placed = []
-    for key in sorted(keys):
-        node: Any = root
-        *path, leaf = key[len(head):].split(".")
-        for part in path:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                break
-        else:
-            if leaf not in node:
-                node[leaf] = a[key]
-                placed.append(key)
-    return (_listify(root) if root else None), placed
-
-
-def _flattened(a: Mapping[str, Any], prefixes: Sequence[str]) -> bool:
-    """Whether any key of ``a`` is under one of ``prefixes`` (one pass, for the ``_nested`` lookups that
-    most spans, which record no flattened list, would each make in vain)."""
-    heads = _HEADS.get(prefixes)
-    if heads is None:
-        heads = _HEADS[prefixes] = tuple(p + "." for p in prefixes)
-    for k in a:  # a loop, not any() over a generator: this runs several times a model span
-        if k.startswith(heads):
-            return True
-    return False
-
-
-_HEADS: dict[Sequence[str], tuple[str, ...]] = {}
-
-
-def _listify(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node
-    items = {k: _listify(v) for k, v in node.items()}
-    if items and all(k.isdigit() for k in items):
-        return [items[k] for k in sorted(items, key=int)]
-    return items
-
-
-def _messages(a: Mapping[str, Any], key: str, prefixes: Sequence[str]) -> tuple[list[Any] | None, list[str]]:
-    if a.get(key) is not None:
-        value = _loads(a[key])
-        return (value if isinstance(value, list) else [value]), [key]
-    for prefix in prefixes if _flattened(a, prefixes) else ():
-        items, keys = _nested(a, prefix)
-        if isinstance(items, list):
-            return [m.get("message", m) if isinstance(m, dict) else m for m in items], keys
-    return None, []
-
-
-def _output_messages(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
-    """A model call's output messages: ``gen_ai.output.messages``, the flattened lists, else
-    ``gen_ai.output`` (with ``gen_ai.output.type``): the model's text, or its tool calls as a JSON list of
-    ``{"tool.name", "tool.args"}`` (any-agent)."""
-    messages, keys = _messages(a, "gen_ai.output.messages", _OUTPUT_PREFIXES)
-    if messages is not None or a.get("gen_ai.output") is None:
-        return messages, keys
-    raw = a["gen_ai.output"]
-    value = _loads(raw) if a.get("gen_ai.output.type") != "text" else raw
-    if isinstance(value, list) and value and all(isinstance(v, dict) and "tool.name" in v for v in value):
-        calls = [{"name": v["tool.name"], "arguments": v.get("tool.args")} for v in value]
-        return [{"role": "assistant", "tool_calls": calls}], ["gen_ai.output"]
-    text = raw if isinstance(raw, str) else to_json(raw)
-    return [{"role": "assistant", "content": text}], ["gen_ai.output"]
-
-
-def _raw_io(a: Mapping[str, Any]) -> tuple[list[Any] | None, list[Any] | None, Any]:
-    """(input messages, output messages, declared tools) from ``input.value`` / ``output.value`` when they
-    hold the raw request and response as JSON (OpenInference's OpenAI and Anthropic instrumentors, and
-    frameworks that record the model's message as it came)."""
-    request, response = _loads(a.get("input.value")), _loads(a.get("output.value"))
-    messages = tools = output = None
-    if isinstance(request, dict):
-        messages = request.get("messages") if isinstance(request.get("messages"), list) else None
-        tools = request.get("tools")
-    if isinstance(response, dict):
-        if isinstance(response.get("choices"), list) and response["choices"]:  # OpenAI chat completion
-            output = [ch.get("message", ch) for ch in response["choices"] if isinstance(ch, dict)]
-        elif isinstance(response.get("content"), list):  # Anthropic message
-            output = [{"role": "assistant", "content": response["content"]}]
-        elif response.get("role") == "assistant":  # a bare message (smolagents)
-            output = [response]
-    elif isinstance(response, list) and all(isinstance(m, dict) and "role" in m for m in response) and response:
-        output = response
-    return messages, output, tools
-
-
-def _message_text(messages: Sequence[Any] | None) -> str | None:
-    """The text of output messages: GenAI text parts, OpenInference content(s), OpenLLMetry content."""
-    texts: list[str] = []
-    for m in messages or ():
-        if not isinstance(m, dict):
-            continue
-        blocks = m.get("content") if isinstance(m.get("content"), list) else ()  # Anthropic content blocks
-        for part in m.get("parts") or m.get("contents") or blocks:
-            part = part.get("message_content", part) if isinstance(part, dict) else part
-            if isinstance(part, dict) and part.get("type") == "text":
-                texts.append(str(part.get("content", part.get("text", ""))))
-        if isinstance(m.get("content"), str):
-            texts.append(m["content"])
-    return "\n".join(t for t in texts if t) or None
-
-
-def _user_text(messages: Sequence[Any] | None) -> str | None:
-    users = (m for m in messages or () if isinstance(m, dict) and m.get("role") == "user")
-    return next((_message_text([m]) for m in users), None)
 
 
 def _first_reason(finish: Any) -> str | None:

@@ -16,77 +16,24 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from ...records.spans import PlainSpan, rows_for_spans
-from .conventions import is_native, rows_for_trace
-from .conversations import group_conversations, is_loose_call
-from .events import JOINED, KEPT, LATE, PlainLog, join, log_rows
+from ...records.spans import PlainSpan
+from .conventions import is_native
+from .conversations import group_conversations
+from .events import LATE, PlainLog, join, log_rows
 from .live import closing_rows
+from .parts import Batch, OpenTrace, Part
+from .stats import ReceiverStats
+from .trace_rows import loose, spans_only, trace_rows
 
+# Batch, Part, ReceiverStats and spans_only live in parts.py, stats.py and trace_rows.py; named here too,
+# where the receiver and ``looptrace collect`` have always imported them.
 __all__ = ["ReceiverStats", "TraceBuffer", "Batch", "Part", "REMEMBERED_SPANS", "spans_only"]
 
 log = logging.getLogger("looptrace.ingest")
 
 REMEMBERED_SPANS = 1_000_000  # span ids of written traces kept to drop resent spans and place late ones
-
-
-@dataclass
-class ReceiverStats:
-    requests: int = 0
-    rejected: int = 0  # requests answered 4xx or 5xx
-    spans_received: int = 0
-    spans_written: int = 0
-    duplicate_spans: int = 0
-    late_spans: int = 0
-    traces_written: int = 0
-    runs_written: int = 0  # runs whose records were written (a run still going counts when its trace is)
-    incomplete_traces: int = 0
-    write_errors: int = 0  # failed segment writes: retried (I/O), or written again apart (bad data)
-    refused_traces: int = 0  # traces whose runs and steps the store refused: kept as bare spans
-    lost_spans: int = 0  # spans the store refused even without their runs and steps
-    recovered_spans: int = 0  # open spans a crashed receiver left in the journal, taken back at start
-    logs_received: int = 0
-    logs_written: int = 0
-    duplicate_logs: int = 0
-    late_logs: int = 0  # records of a trace already written: kept in log_records as 'late'
-    recovered_logs: int = 0
-    last_error: str | None = None
-
-
-@dataclass
-class _Open:
-    spans: dict[str, PlainSpan] = field(default_factory=dict)
-    has_root: bool = False
-    last_seen: float = 0.0
-    changed: bool = True  # spans came since its last preview (live.py)
-    previewed: bool = False  # a preview of it may be in the store: its final write closes it
-    logs: dict[str, PlainLog] = field(default_factory=dict)  # its log records, by log id
-
-
-@dataclass
-class Part:
-    """One trace's rows in a batch, and what to hold again if they cannot be written."""
-
-    trace_id: str
-    spans: list[PlainSpan]
-    rows: dict[str, list[dict[str, Any]]]
-    held: _Open | None  # a buffered trace; None for spans queued to be written at once
-    logs: list[PlainLog] = field(default_factory=list)  # its log records written with it
-
-
-@dataclass
-class Batch:
-    parts: list[Part] = field(default_factory=list)
-
-    @property
-    def rows(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for part in self.parts:
-            for table, rows in part.rows.items():
-                out.setdefault(table, []).extend(rows)
-        return out
 
 
 class TraceBuffer:
@@ -98,10 +45,10 @@ class TraceBuffer:
         self.source, self.settle, self.idle_timeout = source, settle, idle_timeout
         self.previewing = previews  # open traces are previewed (live.py): their final writes close them
         self.conversation_settle = conversation_settle
-        self._loose: dict[str, _Open] = {}  # settled loose model calls, waiting for the rest of their loop
+        self._loose: dict[str, OpenTrace] = {}  # settled loose model calls, waiting for the rest of their loop
         self.max_buffered_spans = max_buffered_spans
         self.stats = ReceiverStats()
-        self._open: dict[str, _Open] = {}
+        self._open: dict[str, OpenTrace] = {}
         self._buffered = 0
         self._written: OrderedDict[str, dict[str, str | None]] = OrderedDict()  # trace -> span id -> run id
         self._remembered = 0
@@ -139,7 +86,7 @@ class TraceBuffer:
                 self.stats.late_spans += len(fresh)
                 self._direct.append((trace_id, fresh))
             else:
-                t = self._open.setdefault(trace_id, _Open())
+                t = self._open.setdefault(trace_id, OpenTrace())
                 before = len(t.spans)
                 t.spans.update((s.span_id, s) for s in fresh)
                 self.stats.duplicate_spans += len(fresh) - (len(t.spans) - before)
@@ -167,7 +114,7 @@ class TraceBuffer:
                 self._direct_logs.append(record)
                 continue
             traces.add(tid)
-            t = self._loose.get(tid) or self._open.setdefault(tid, _Open())
+            t = self._loose.get(tid) or self._open.setdefault(tid, OpenTrace())
             if record.log_id in t.logs:
                 self.stats.duplicate_logs += 1
                 continue
@@ -224,7 +171,7 @@ class TraceBuffer:
     def rows_of(self, spans: list[PlainSpan]) -> dict[str, list[Any]]:
         """The rows of one trace's ``spans``: the one mapping, for final writes and previews alike.
         Pure: safe to call without the receiver's lock."""
-        return self._rows(spans, (), None)
+        return trace_rows(spans, (), None, source=self.source)
 
     def held(self, spans: Sequence[PlainSpan]) -> list[PlainSpan]:
         """Those of ``spans`` that are only in memory: in an open trace, a held loose call, or queued
@@ -266,19 +213,20 @@ class TraceBuffer:
         for tid in due:
             t = self._open.pop(tid)
             spans = list(t.spans.values())
-            if spans and _loose(spans):
+            if spans and loose(spans):
                 self._loose[tid] = t  # still counted in _buffered
                 continue
             self._buffered -= len(t.spans)
             logs = list(t.logs.values())
-            rows = self._rows(spans, logs, None)
+            rows = trace_rows(spans, logs, None, source=self.source)
             if t.previewed:
                 rows = {**rows, **closing_rows([tid], revision)}
             batch.parts.append(Part(tid, spans, rows, t, logs))
         batch.parts.extend(self._conversations(now, everything))
         for tid, by_id in direct.items():
             spans = list(by_id.values())
-            batch.parts.append(Part(tid, spans, self._rows(spans, (), self._written.get(tid)), None))
+            batch.parts.append(Part(tid, spans, trace_rows(spans, (), self._written.get(tid), source=self.source),
+                                    None))
         if any(r.log_id not in self._in_flight_logs for r in self._direct_logs):
             batch.parts.append(self._loose_logs())
         for part in batch.parts:
@@ -322,34 +270,17 @@ class TraceBuffer:
             groups = list(traces.values())
         revision = time.time_ns()
         for spans in groups:
-            merged = _Open(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
+            merged = OpenTrace(has_root=True, last_seen=max(held[s.trace_id].last_seen for s in spans))
             merged.spans = {s.span_id: s for s in spans}
             merged.previewed = any(held[s.trace_id].previewed for s in spans)
             merged.logs = {i: r for tid in dict.fromkeys(s.trace_id for s in spans) for i, r in held[tid].logs.items()}
             self._buffered -= len(spans)
-            rows = self._rows(spans, list(merged.logs.values()), None)
+            rows = trace_rows(spans, list(merged.logs.values()), None, source=self.source)
             if merged.previewed:
                 rows = {**rows, **closing_rows([s.trace_id for s in spans if held[s.trace_id].previewed],
                                                revision)}
             parts.append(Part(spans[0].trace_id, spans, rows, merged, list(merged.logs.values())))
         return parts
-
-    def _rows(self, spans: list[PlainSpan], logs: Sequence[PlainLog],
-              stored: Mapping[str, str | None] | None) -> dict[str, list[Any]]:
-        """The rows of a trace: its spans, joined with its records (``events.py``), by the one mapping;
-        and its records as ``log_records`` rows, under the run of their span."""
-        used: set[str] = set()
-        try:
-            joined, used = join(spans, logs)
-            rows = rows_for_trace(joined, source=self.source, stored=stored)
-        except Exception as exc:  # noqa: BLE001 - a mapping bug must cost the runs, never the spans
-            log.warning("looptrace collect: could not map trace %s (%s: %s); kept its spans only",
-                        spans[0].trace_id if spans else "?", type(exc).__name__, exc)
-            rows = spans_only(spans)
-        if logs:
-            run_of = {r["span_id"]: r["run_id"] for r in rows.get("spans", ())}
-            rows = {**rows, "log_records": log_rows(logs, dict.fromkeys(used, JOINED), run_of, KEPT)}
-        return rows
 
     def done(self, parts: Sequence[Part]) -> None:
         """``parts`` are in the store: remember their spans' ids and runs."""
@@ -422,7 +353,7 @@ class TraceBuffer:
                     self._direct.insert(0, (part.trace_id, part.spans))
                 self._direct_logs[:0] = part.logs
                 continue
-            held = self._open.setdefault(part.trace_id, _Open(last_seen=part.held.last_seen))
+            held = self._open.setdefault(part.trace_id, OpenTrace(last_seen=part.held.last_seen))
             held.previewed = held.previewed or part.held.previewed
             before = len(held.spans)
             held.spans = {**part.held.spans, **held.spans}
@@ -454,20 +385,3 @@ class TraceBuffer:
             self._remembered -= len(old)
             self._native.discard(old_id)
 
-
-def _loose(spans: Sequence[PlainSpan]) -> bool:
-    try:
-        return is_loose_call(spans)
-    except Exception:  # noqa: BLE001 - a mapping bug must cost the grouping, never the spans
-        log.warning("looptrace collect: could not classify trace %s", spans[0].trace_id if spans else "?",
-                    exc_info=True)
-        return False
-
-
-def spans_only(spans: Sequence[PlainSpan]) -> dict[str, list[dict[str, Any]]]:
-    """``spans`` rows alone (no runs or steps), with a run id only where it is text."""
-    rows = rows_for_spans(spans)["spans"]
-    for row in rows:
-        if not isinstance(row["run_id"], str):
-            row["run_id"] = None
-    return {"spans": rows}

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records.spans import PlainSpan, ts
-from .attributes import _AGENT_NAME, _error_text, _exception, _first, _loads, _text, _tool_call
+from .attributes import _AGENT_NAME, _error_text, _exception, _tool_call
+from .values import _first, _loads, _text
 from ...records import conventions as c
 from .frameworks import CODE_BLOCKS, CODE_TOOL, FINAL_ANSWER_TOOLS, agent_called, final_answer, is_unknown_tool
 

@@ -35,8 +35,11 @@ from .code_actions import final_of
 from .steps import evidence_of, tool_rows
 from .gaps import Lost, lost_calls, missing_event, placeholder
 from .attributes import (  # the span readers, shared within this package
-    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _TOOL_CALL_ID, _MODEL_NAME, _OUTPUT_TOKENS, _first, _int, _loads, _message_text, _messages, _model_call, _safe_json, _text, _tool_call, _user_text, classify, is_native, run_id_for,
+    AGENT, INVOKE_WORKFLOW, MODEL, OI_KIND, TL_KIND, TOOL, WORKFLOW, _AGENT_NAME, _INPUT_TOKENS, _TOOL_CALL_ID,
+    _MODEL_NAME, _OUTPUT_TOKENS, _model_call, _tool_call, classify, is_native, run_id_for,
 )
+from .message_lists import _message_text, _messages, _user_text
+from .values import _first, _int, _loads, _safe_json, _text
 
 __all__ = ["AGENT", "WORKFLOW", "MODEL", "TOOL", "classify", "run_id_for", "rows_for_trace", "is_native"]
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records.spans import PlainSpan
-from .attributes import AGENT, MODEL, WORKFLOW, _message_text, classify
+from .attributes import AGENT, MODEL, WORKFLOW, classify
+from .message_lists import _message_text
 from .messages import Exchange, exchange_of
 
 __all__ = ["CONVERSATION_WINDOW_NS", "is_loose_call", "group_conversations"]

@@ -17,9 +17,8 @@ from typing import Any
 
 from ...records.text import to_json
 from .frameworks import declared_in
-from .attributes import (
-    _INPUT_PREFIXES, _TOOLS_PREFIXES, _flattened, _loads, _messages, _nested, _output_messages, _raw_io,
-)
+from .message_lists import _INPUT_PREFIXES, _TOOLS_PREFIXES, _flattened, _messages, _nested, _output_messages, _raw_io
+from .values import _loads
 
 __all__ = ["ToolCall", "Exchange", "exchange_of", "fill_outputs", "tool_calls_in", "tool_results_in", "declared_names"]
 

@@ -33,7 +33,7 @@ itself traced (``looptrace.run.id``) map span by span, so they are written at on
 A request is decoded whole before anything is kept, so a malformed body changes nothing; writes go
 through the sink (redacted, then one segment), so the receiver never holds the DuckDB file. A trace
 write that fails for I/O holds the trace again (it is journaled: the answer is still 200) and the
-flusher retries; a value the store refuses costs only its own trace's runs and steps (see ``_write``).
+flusher retries; a value the store refuses costs only its own trace's runs and steps (``trace_writer.py``).
 HTTP is ``http_handler.py``, gRPC ``grpc_service.py``: both hand decoded spans to ``ingest``.
 
 **Log records** (``POST /v1/logs``, the gRPC LogsService) take the same road: decoded whole
@@ -44,15 +44,12 @@ joined to the trace's spans when it is mapped (``events.py``); every record is k
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Self
@@ -63,13 +60,14 @@ from ...sink import Redactor, Sink
 from ...store import StoreError
 from ...store.backend import RowWriter, catalog_name
 from .alerts import Alerts
-from .buffer import Batch, Part, ReceiverStats, TraceBuffer, spans_only
+from .buffer import Batch, Part, ReceiverStats, TraceBuffer
 from .events import PlainLog
 from .log_journal import LOG_JOURNAL, log_journal_rows
 from .grpc_service import GrpcEndpoint
 from .http_handler import TRACES_PATH, OtlpHttpHandler
 from .journal import JOURNAL, GroupCommit, Overloaded, Recovered, journal_rows, prune, recover
-from .live import LIVE_TRACES, merge, preview_rows
+from .live import merge, preview_rows
+from .trace_writer import TraceWriter
 
 __all__ = ["OtlpReceiver", "ReceiverStats", "TraceBuffer", "TRACES_PATH", "DEFAULT_MAX_BODY"]
 
@@ -119,6 +117,7 @@ class OtlpReceiver:
         self._preview_due = 0.0
         self._buffer = TraceBuffer(source=source, settle=settle, idle_timeout=idle_timeout,
                                    max_buffered_spans=max_buffered_spans, previews=previews)
+        self._writer = TraceWriter(self._sink, self._buffer, self.db)
         self.previews_written = 0  # trace previews written (one per open trace that changed, per round)
         # ``journal=False`` is the receiver as it was, answering from memory: for the benchmark only.
         self._journal = GroupCommit(self._journal_write, max_queued=max_queued_spans) if journal else None
@@ -220,7 +219,7 @@ class OtlpReceiver:
         if self._batched:
             return self._write_batch(everything=everything)
         with self._lock:
-            return self._write(self._buffer.take(time.monotonic(), everything=everything))
+            return self._writer.write(self._buffer.take(time.monotonic(), everything=everything))
 
     def _write_batch(self, *, everything: bool = False) -> bool:
         """Take what is due under the lock and write it outside it: requests keep being journaled and
@@ -228,7 +227,7 @@ class OtlpReceiver:
         with self._writing:
             with self._lock:
                 batch = self._buffer.take(time.monotonic(), everything=everything)
-            return self._write(batch, guard=self._lock) if batch.parts else True
+            return self._writer.write(batch, guard=self._lock) if batch.parts else True
 
     def stop(self) -> None:
         if self._stopped.is_set():
@@ -241,12 +240,12 @@ class OtlpReceiver:
         for t in self._threads:
             t.join()
         with self._lock:
-            ok = self._write(self._buffer.take(time.monotonic(), everything=True))
+            ok = self._writer.write(self._buffer.take(time.monotonic(), everything=True))
             self._closed = True
             if not ok:
                 log.warning("looptrace collect: %d buffered spans could not be written to %s: %s",
                             self._buffer.buffered_spans, self.db, self.stats.last_error)
-            self._write_stats()
+            self._writer.write_stats()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -256,65 +255,6 @@ class OtlpReceiver:
         self.stop()
 
     # -- called with the lock held, or from request threads -------------------------------------------
-
-    def _write(self, batch: Batch, guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()) -> bool:
-        """Write ``batch`` as one segment. An I/O error holds it all again (False: the client retries);
-        a value the store refuses is found by writing trace by trace, so it costs only its own trace's
-        runs and steps (written as bare spans) and never blocks the others. ``guard``: what to hold
-        while the buffer is updated, when the caller does not hold the lock (``_write_batch``)."""
-        try:
-            self._sink.write(batch.rows)
-        except OSError as exc:
-            with guard:
-                self._held_again(batch.parts, exc)
-            return False
-        except Exception:  # noqa: BLE001 - bad data: isolated below
-            return self._write_apart(batch.parts, guard)
-        with guard:
-            self._buffer.done(batch.parts)
-        return True
-
-    def _write_apart(self, parts: Sequence[Part], guard: contextlib.AbstractContextManager[Any]) -> bool:
-        for i, part in enumerate(parts):
-            # Bare, a trace is still written: its previews are closed with it.
-            bare = {**spans_only(part.spans), **{t: r for t, r in part.rows.items() if t == LIVE_TRACES}}
-            for rows in (part.rows, bare):
-                try:
-                    self._sink.write(rows)
-                except OSError as exc:
-                    with guard:
-                        self._held_again(parts[i:], exc)
-                    return False
-                except Exception as exc:  # noqa: BLE001 - try the bare spans, then give up on this trace
-                    error = f"{type(exc).__name__}: {exc}"
-                    log.warning("looptrace collect: the store refused rows of trace %s: %s",
-                                part.trace_id, error)
-                    continue
-                with guard:
-                    if rows is not part.rows:
-                        self._buffer.refused(error)
-                    self._buffer.done([replace(part, rows=rows)])
-                break
-            else:
-                with guard:
-                    self._buffer.lost(part, error)
-        return True
-
-    def _held_again(self, parts: Sequence[Part], exc: OSError) -> None:
-        if self._buffer.put_back(parts, f"{type(exc).__name__}: {exc}"):
-            log.warning("looptrace collect: could not write to %s (retrying): %s", self.db, exc)
-
-    def _write_stats(self) -> None:
-        s = self.stats
-        row = {"pid": os.getpid(), "host": socket.gethostname(),
-               "recorded_at": datetime.now(timezone.utc).replace(tzinfo=None),
-               "spans_received": s.spans_received, "spans_written": s.spans_written,
-               "spans_dropped": self._buffer.buffered_spans + s.lost_spans,
-               "write_errors": s.write_errors + s.refused_traces,
-               "last_error": s.last_error}
-        if s.spans_received or s.write_errors:
-            with contextlib.suppress(Exception):
-                self._sink.write({"writer_stats": [row]})
 
     @property
     def journal_commits(self) -> int:
@@ -359,7 +299,7 @@ class OtlpReceiver:
         return True
 
     def _write_parts(self, parts: list[Part]) -> None:
-        if not self._write(Batch(parts), guard=self._lock):
+        if not self._writer.write(Batch(parts), guard=self._lock):
             raise _NotWritten(self.stats.last_error or "the trace write failed")
 
     def ingest(self, spans: Sequence[PlainSpan]) -> bool:
@@ -416,7 +356,7 @@ class OtlpReceiver:
                 self._write_batch()
             else:
                 with self._lock:
-                    self._write(self._buffer.take(time.monotonic()))
+                    self._writer.write(self._buffer.take(time.monotonic()))
             if self._previews is not None and time.monotonic() >= self._preview_due:
                 self._preview()
             if self._prune_every is not None and time.monotonic() - self._pruned_at >= self._prune_every:

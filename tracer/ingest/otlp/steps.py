@@ -28,9 +28,11 @@ from typing import Any
 from ...records import conventions as c
 from ...records.spans import PlainSpan, ts
 from .attributes import (
-    _AGENT_NAME, _INPUT, _OUTPUT, _TOOL_CALL_ID, _error_text, _first, _json_text, _loads, _message_text, _parameter_names,
-    _span_tool_name, _text, _tool_call, _unwrapped,
+    _AGENT_NAME, _INPUT, _OUTPUT, _TOOL_CALL_ID, _error_text, _parameter_names, _span_tool_name, _tool_call,
+    _unwrapped,
 )
+from .message_lists import _message_text
+from .values import _first, _json_text, _loads, _text
 from .code_actions import code_step_rows, final_of
 from .frameworks import ARGUMENT_WRAPPERS, RESULT_WRAPPERS, agent_called, final_answer, is_unknown_tool
 from .messages import Exchange, ToolCall

@@ -100,9 +100,9 @@ def screen(conn: duckdb.DuckDBPyConnection, t: Thresholds) -> dict[str, RunFacts
     params = {**trip_parameters(t), "near_min": t.near_same_min_bytes,
               "hallucination_errors": sorted(HALLUCINATION_ERRORS)}
     return {run_id: RunFacts(first, last, last_action, unkeyed, bad, max_bytes, max_context,
-                             Trips(repeat, same, fail, cycle_acts))
-            for run_id, first, last, last_action, unkeyed, bad, max_bytes, max_context, repeat, same, fail, cycle_acts
-            in conn.execute(SCREEN_SQL, params).fetchall()}
+                             Trips(repeat, same, fail, cycle_acts, repeated))
+            for run_id, first, last, last_action, unkeyed, bad, max_bytes, max_context, repeat, same, fail, cycle_acts,
+            repeated in conn.execute(SCREEN_SQL, params).fetchall()}
 
 
 def clears(head: RunView, facts: RunFacts, t: Thresholds) -> frozenset[str]:

@@ -9,7 +9,12 @@ every run at once. A run where no test holds cannot trip the rule; a run where o
 evaluated by the rule itself, so a loose test costs time, never a different verdict.
 
 - ``repeat`` needs ``repeat_min`` equal actions in a row: the act equals the one before it and the
-  one ``repeat_min - 1`` before it.
+  one ``repeat_min - 1`` before it. And every call of the streak that counts as no progress but its
+  first repeats an earlier call of the streak exactly (action, outcome, failure), so among the acts
+  that are in a streak of equal actions (equal to the act before or after) at least
+  ``repeat_min - 1`` equal an earlier one (``repeated_acts``: those acts less their distinct values,
+  a hash aggregate over the few acts in streaks, no sort). An action repeated while its results keep
+  changing is progress, and cleared here.
 - ``same_observation`` needs ``same_observation_min`` equal (non-null) outcomes in a row: likewise.
 - ``failing`` needs ``fail_repeat_min`` failed calls of one tool in a row, each with the outcome of
   the one before: the act, the one before and the one ``fail_repeat_min - 1`` before failed, with
@@ -44,12 +49,14 @@ MAY_TRIP_SQL = """
         AND th = lag(th) OVER acts AND th = lag(th, $fail_lag) OVER acts
         AND oh IS NOT DISTINCT FROM lag(oh) OVER acts AS may_fail,
     tool IS NOT NULL AND list_contains(list(kh) OVER (acts ROWS BETWEEN $cycle_far PRECEDING AND 2 PRECEDING), kh)
-        AS may_cycle"""
+        AS may_cycle,
+    CASE WHEN tool IS NOT NULL AND (a = lag(a) OVER acts OR a = lead(a) OVER acts) THEN kh END AS streak_kh"""
 """Per row: the four tests (select-list items over the relation described above)."""
 
 MAY_TRIP_AGGREGATES_SQL = """
     coalesce(bool_or(may_repeat), false) AS may_repeat, coalesce(bool_or(may_same), false) AS may_same,
-    coalesce(bool_or(may_fail), false) AS may_fail, count(*) FILTER (WHERE may_cycle) AS cycle_acts"""
+    coalesce(bool_or(may_fail), false) AS may_fail, count(*) FILTER (WHERE may_cycle) AS cycle_acts,
+    count(streak_kh) - count(DISTINCT streak_kh) AS repeated_acts"""
 """Per run (``GROUP BY run_id``): the columns ``Trips`` holds."""
 
 
@@ -61,6 +68,7 @@ class Trips:
     may_same: bool
     may_fail: bool
     cycle_acts: int
+    repeated_acts: int  # acts in streaks whose (action, outcome, failure) an earlier such act had
 
 
 def trip_parameters(t: Thresholds) -> dict[str, Any]:
@@ -72,7 +80,7 @@ def trip_parameters(t: Thresholds) -> dict[str, Any]:
 def may_trip(trips: Trips, t: Thresholds) -> bool:
     """False only when no repeat rule can find a streak in the run (evaluated with ``t``, the
     thresholds ``trip_parameters`` was given)."""
-    return ((t.repeat_min >= 2 and trips.may_repeat)
+    return ((t.repeat_min >= 2 and trips.may_repeat and trips.repeated_acts >= t.repeat_min - 1)
             or (t.same_observation_min >= 2 and trips.may_same)
             or (t.fail_repeat_min >= 2 and trips.may_fail)
             or (t.cycle_repeats >= 2 and t.cycle_max_period >= 2 and trips.cycle_acts >= 2 * (t.cycle_repeats - 1)))

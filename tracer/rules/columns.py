@@ -56,7 +56,8 @@ MAY_TRIP_SQL = """
 MAY_TRIP_AGGREGATES_SQL = """
     coalesce(bool_or(may_repeat), false) AS may_repeat, coalesce(bool_or(may_same), false) AS may_same,
     coalesce(bool_or(may_fail), false) AS may_fail, count(*) FILTER (WHERE may_cycle) AS cycle_acts,
-    count(streak_kh) - count(DISTINCT streak_kh) AS repeated_acts"""
+    coalesce(len(list(streak_kh) FILTER (WHERE streak_kh IS NOT NULL))
+             - len(list_distinct(list(streak_kh) FILTER (WHERE streak_kh IS NOT NULL))), 0) AS repeated_acts"""
 """Per run (``GROUP BY run_id``): the columns ``Trips`` holds."""
 
 

@@ -118,7 +118,23 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
     """
     where, params = ("WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(run_ids)]) if run_ids else ("", [])
     runs = conn.execute(RUNS_SQL.format(where=where), params).fetchall()
-    yield from _merge(runs, conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size))
+    yield from _merge(runs, _ordered_rows(conn, STEPS_SQL.format(where=where), params, batch_size))
+
+
+def _ordered_rows(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any],
+                  batch_size: int) -> pa.RecordBatchReader:
+    """The rows of a steps query (STEPS_SQL, PICKED_STEPS_SQL) as Arrow batches. Its ORDER BY runs to
+    the end before the first batch, over the steps view's join, which carries every step's thought and
+    events whichever rows are kept. Past the session's memory cap that join spills, and with several
+    threads each holds spilled partitions of its own: at 10,000,000 steps of the bench store it failed
+    to pin a block under 2 threads and fit under 1 (stores with long thoughts reach it sooner). So an
+    out-of-memory error is retried once on one thread, for the rest of this (the analyzer's own)
+    session: slower, never a failed analysis."""
+    try:
+        return conn.sql(sql, params=params).to_arrow_reader(batch_size)
+    except duckdb.OutOfMemoryException:
+        conn.execute("SET threads = 1")
+        return conn.sql(sql, params=params).to_arrow_reader(batch_size)
 
 
 def _merge(runs: Sequence[tuple[Any, ...]], reader: pa.RecordBatchReader) -> Iterator[RunView]:
@@ -204,7 +220,7 @@ def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESH
         whole = by_columns[run_id] != FAILURE_LABELS
         for column, value in zip(picked, (run_id, whole, f.first_step, f.last_step, f.last_action_step)):
             column.append(value)
-    reader = conn.sql(PICKED_STEPS_SQL, params=list(picked)).to_arrow_reader(batch_size)
+    reader = _ordered_rows(conn, PICKED_STEPS_SQL, list(picked), batch_size)
     results: list[RunDiagnoses] = []
     later: list[str] = []
     for run in _merge(runs, reader):

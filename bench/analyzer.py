@@ -1,7 +1,8 @@
 """Analyzer time and peak memory on a generated store, against one DuckDB window query.
 
-The store (1,000,000 steps by default; ``LOOPTRACE_BENCH_ANALYZER_STEPS=10000000`` for the 10M run,
-which takes minutes) is built through the bulk path (``bulkstore.py``: Parquet segments, absorbed).
+The store is the issue's size by default: 10,000 runs of 200 steps (2,000,000 steps;
+``LOOPTRACE_BENCH_ANALYZER_STEPS=10000000`` for the 10M run, which takes minutes, and
+``LOOPTRACE_BENCH_ANALYZER_RUN_STEPS`` for another run length). It is built through the bulk path (``bulkstore.py``: Parquet segments, absorbed).
 The baseline is the cheapest set-based form of the analyzer's core question: one window query over
 the stored ``action_key`` that computes each run's longest streak of identical actions, every row
 fetched. Each side runs in a child process of its own, so its peak RSS (``VmHWM``) is its own;
@@ -27,6 +28,8 @@ __all__ = ["TITLE", "run", "STREAK_SQL"]
 
 TITLE = "analyzer: diagnose every run of a generated store (writes the diagnoses table)"
 STEPS_ENV = "LOOPTRACE_BENCH_ANALYZER_STEPS"
+RUN_STEPS_ENV = "LOOPTRACE_BENCH_ANALYZER_RUN_STEPS"
+STEPS, RUN_STEPS, QUICK_STEPS = 2_000_000, 200, 100_000  # issue 38: 10,000 runs x 200 steps
 GOAL_RATIO = 3.0
 GOAL_RSS_MB = 2048
 
@@ -78,17 +81,18 @@ def _measure(mode: str, db: Path) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> list[Result]:
-    steps = int(os.environ.get(STEPS_ENV) or (100_000 if quick else 1_000_000))
+    steps = int(os.environ.get(STEPS_ENV) or (QUICK_STEPS if quick else STEPS))
+    run_steps = int(os.environ.get(RUN_STEPS_ENV) or RUN_STEPS)
     rounds = 1 if quick or steps >= 5_000_000 else 3
     with scratch_dir("analyzer") as tmp:
         t0 = time.perf_counter()
-        db = make_bulk_store(tmp / "big.duckdb", steps)
+        db = make_bulk_store(tmp / "big.duckdb", steps, steps_per_run=run_steps)
         built = time.perf_counter() - t0
         ours, theirs = alternate(rounds, lambda: _measure("looptrace", db), lambda: _measure("window", db))
     t_ours, t_theirs = median([r["seconds"] for r in ours]), median([r["seconds"] for r in theirs])
     cpu_ours, cpu_theirs = median([r["cpu"] for r in ours]), median([r["cpu"] for r in theirs])
     rss_ours, rss_theirs = max(r["rss_mb"] for r in ours), max(r["rss_mb"] for r in theirs)
-    note = (f"{steps:,} steps in runs of 100 (store built from Parquet segments in {built:.0f} s); "
+    note = (f"{steps:,} steps in {max(1, steps // run_steps):,} runs of {run_steps} (store built from Parquet segments in {built:.0f} s); "
             f"medians of {rounds} alternating rounds, each side in its own process; "
             f"set {STEPS_ENV}=10000000 for the 10M figure")
     return [

@@ -3,10 +3,11 @@
 The analyzer is a function of one run's rows, and the catalog keeps all rows of a run in one
 partition (``bucket(run_id)``, ``tracer/store/iceberg/layout.py``), so a partition is a unit of work
 that needs nothing from any other: no shuffle. ``analyze_partition`` opens a DuckDB session over
-one partition's data files, with the same views as any store, and runs today's analyzer on it
-(``load_runs`` then ``diagnose``). Without Ray, a loop calls it for each partition; with Ray, one
-task per partition calls the very same function, wherever the cluster places it (a laptop's local
-Ray, ``ray start`` nodes, KubeRay). Only the engine differs, so the labels cannot. The driver
+one partition's data files, with the same views as any store, and runs on it the function
+``analyze_store`` runs on a whole store (``diagnose_all``: the column screen, the rules where the
+screen cannot settle a run, ``running`` runs skipped), so a label cannot depend on the entry point.
+Without Ray, a loop calls it for each partition; with Ray, one task per partition calls the very
+same function, wherever the cluster places it (a laptop's local Ray, ``ray start`` nodes, KubeRay). Only the engine differs, so the labels cannot. The driver
 writes the diagnoses once, in one atomic overwrite of the catalog's ``diagnoses`` table, and
 reports each partition as it finishes.
 """
@@ -18,8 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from .analyzer.analyze import RunDiagnoses, _write, load_runs
-from .analyzer.rules import diagnose
+from .analyzer.analyze import RunDiagnoses, _no_collection, _write, diagnose_all
 from .analyzer.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .on_ray import RAY_HINT, TaskTiming, connect
 
@@ -82,7 +82,8 @@ def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds
     try:
         if threads is not None:
             conn.execute(f"SET threads = {int(threads)}")
-        return [RunDiagnoses(r.run_id, r.status, diagnose(r, thresholds)) for r in load_runs(conn)]
+        with _no_collection():
+            return diagnose_all(conn, thresholds)
     finally:
         conn.close()
 

@@ -123,6 +123,27 @@ def test_overflow_names_the_pushing_step_and_the_marker() -> None:
     assert d.evidence["pushing_tokens"] == 2000 and "step 3" in d.explanation
 
 
+def _unknown(step: int) -> StepView:
+    """A step whose context size is unknown (NULL), as a refused call or a source with no counts records."""
+    return act(step, arg=f"f{step}", context_tokens=None)
+
+
+@pytest.mark.parametrize("where", ["end", "middle", "everywhere after"])
+def test_an_unknown_context_size_stays_unknown(where: str) -> None:
+    # 20k tokens a step on a 200k window: near the window (0.9) at step 9, projected to overflow at step 11.
+    measured = [ctx(i, 20_000 * i) for i in range(1, 10)]
+    steps = {"end": [*measured, _unknown(10)],
+             "middle": [*measured[:6], _unknown(7), _unknown(8), measured[8]],
+             "everywhere after": [*measured, *(_unknown(i) for i in range(10, 16))]}[where]
+    d = context_bomb(run(steps, model="claude-sonnet-4"), T)
+    # Read as 0, the unknown steps would fake a fall: no projection, or no verdict at all.
+    assert d is not None and d.evidence["kind"] == "near_window", where
+    assert d.evidence["peak_context_tokens"] == 180_000 and d.evidence["peak_step"] == 9
+    assert d.evidence["projected_overflow_step"] == 11
+    # And unknown sizes never make a verdict: a run whose only large "sizes" are unknown has none.
+    assert context_bomb(run([ctx(1, 1000), *(_unknown(i) for i in range(2, 30))], model="claude-sonnet-4"), T) is None
+
+
 def test_a_large_result_on_a_run_that_ended_fine_is_not_the_primary_label() -> None:
     found = diagnose(run([ctx(1, 1000), ctx(2, 2000, obs_bytes=240_000)], model="claude-x"), T)
     assert [d.label for d in found] == ["ok", "context_bomb"]

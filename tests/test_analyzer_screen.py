@@ -170,3 +170,21 @@ def test_bench_store_gives_equal_diagnoses(tmp_path: Path) -> None:
     assert {"ok", "cap_hit", "context_bomb", "hallucinated_tool"} <= set(labels)
     _screened_like_full(store, LOW)
     assert _cleared_counts(store, DEFAULT_THRESHOLDS)[0] >= 100  # the healthy 70% of its 200 runs
+
+
+def test_a_partition_is_analysed_as_a_store_is(tmp_path: Path) -> None:
+    """``analyze --catalog`` (``analyze_partition``, in one process or a Ray task) runs the store's own
+    path: the same diagnoses as ``analyze_store``, screened, and a run still ``running`` is skipped
+    by both (it used to be diagnosed, as a cap hit or an incomplete run, by the catalog path only)."""
+    from looptrace.replay.partitioned import analyze_partition
+
+    store = _random_store(tmp_path / "partition.duckdb", 120, seed=41)
+    with store.writer() as conn:
+        conn.execute("UPDATE run_records SET status = 'running' WHERE run_id IN ('r0003', 'r0007')")
+    with store.reader(locked_down=False) as conn:
+        tables = {t: conn.sql(f"SELECT * FROM {t}").to_arrow_table()
+                  for t in ("run_records", "step_records", "tool_call_records")}
+    for t in (DEFAULT_THRESHOLDS, LOW):
+        partition = analyze_partition(tables, t)
+        assert partition == analyze_store(store, thresholds=t, write=False)
+        assert {"r0003", "r0007"}.isdisjoint(r.run_id for r in partition) and len(partition) > 100

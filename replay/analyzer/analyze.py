@@ -10,8 +10,8 @@ import dataclasses
 import gc
 import json
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -75,14 +75,17 @@ FROM (
                left(CAST(events AS VARCHAR), 2000)), '') END AS end_text
     FROM steps {{where}}
 )
-ORDER BY run_id, step, call_index
 """.format(observation_key=_braces(PROGRESS_KEY_SQL),  # keeps {where} and {last_step} for later
            near_key=_braces(NEAR_OBSERVATION_KEY_SQL), tail=TAIL_STEPS,
            may_mark=_braces(MAY_MARK_SQL.format(text="end_text")))
-STEPS_SQL = _STEPS_TEMPLATE.replace("{last_step}", "max(step) OVER (PARTITION BY run_id)")
+_BY_STEP = "ORDER BY run_id, step, call_index"
+_ALL_ROWS = _STEPS_TEMPLATE.replace("{last_step}", "max(step) OVER (PARTITION BY run_id)")
+STEPS_SQL = _ALL_ROWS + _BY_STEP
 # The screened fetch (screen.py) knows each run's last step: no window, whose sort would carry every
 # row's thought, observation and events through it.
-PICKED_STEPS_SQL = _STEPS_TEMPLATE.replace("{last_step}", "picked.last_step").format(where=PICKED_ROWS_SQL)
+_PICKED_ROWS = _STEPS_TEMPLATE.replace("{last_step}", "picked.last_step").format(where=PICKED_ROWS_SQL)
+PICKED_STEPS_SQL = _PICKED_ROWS + _BY_STEP
+_ROWS_TABLE = "_analyzer_rows"  # a temporary table of the analyzer's own session (``_ordered_rows``)
 _STEP_FIELDS = ("step", "call_index", "tool", "args", "action_key", "observation_key", "near_key",
                 "observation_bytes", "is_error", "error_type", "context_tokens", "end_text", "tokens", "cost_usd")
 # Fields StepView may gain that the query does not fill: their plain defaults. A field with no plain
@@ -118,10 +121,34 @@ def load_runs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = N
     """
     where, params = ("WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(run_ids)]) if run_ids else ("", [])
     runs = conn.execute(RUNS_SQL.format(where=where), params).fetchall()
-    yield from _merge(runs, conn.sql(STEPS_SQL.format(where=where), params=params).to_arrow_reader(batch_size))
+    yield from _merge(runs, _ordered_rows(conn, _ALL_ROWS.format(where=where), params, batch_size))
 
 
-def _merge(runs: Sequence[tuple[Any, ...]], reader: pa.RecordBatchReader) -> Iterator[RunView]:
+def _ordered_rows(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any],
+                  batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``sql`` (a steps query with no order) as Arrow batches in run, step and call order.
+
+    The rows are kept in a temporary table first and sorted from there: the steps view's full outer
+    join carries every step's thought and events whichever rows are kept, and at 10,000,000 steps it
+    spills past the session's memory cap. Sorting in the same pipeline, under 2 threads, then failed
+    to pin a block every time (the sort's and the join's partitions held at once, a thread each); the
+    join alone fits, and the sort alone does. The table costs no more CPU at 2,000,000 steps. If the
+    join still runs out of memory (longer thoughts than the bench's), it is retried once on one thread,
+    for the rest of this session: slower, never a failed analysis."""
+    create = f"CREATE OR REPLACE TEMP TABLE {_ROWS_TABLE} AS {sql}"
+    try:
+        conn.execute(create, params)
+    except duckdb.OutOfMemoryException:
+        conn.execute("SET threads = 1")
+        conn.execute(create, params)
+    try:
+        yield from conn.sql(f"SELECT * FROM {_ROWS_TABLE} {_BY_STEP}").to_arrow_reader(batch_size)
+    finally:
+        with suppress(duckdb.Error):  # the session may be closed already when an unfinished stream is dropped
+            conn.execute(f"DROP TABLE IF EXISTS {_ROWS_TABLE}")
+
+
+def _merge(runs: Sequence[tuple[Any, ...]], reader: Iterable[pa.RecordBatch]) -> Iterator[RunView]:
     """Each run of ``runs`` (RUNS_SQL rows) with its steps from ``reader`` (STEPS_SQL), both in run_id order."""
     steps = _step_groups(reader)
     pending: tuple[str, list[StepView]] | None = next(steps, None)
@@ -136,7 +163,7 @@ def _merge(runs: Sequence[tuple[Any, ...]], reader: pa.RecordBatchReader) -> Ite
         yield RunView(run_id, status, tuple(own), model, error, answer, attributes)
 
 
-def _step_groups(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[StepView]]]:
+def _step_groups(reader: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, list[StepView]]]:
     """(run_id, its steps) for consecutive rows of one run; rows with no run_id are dropped."""
     current: str | None = None
     group: list[StepView] = []
@@ -204,7 +231,7 @@ def diagnose_all(conn: duckdb.DuckDBPyConnection, t: Thresholds = DEFAULT_THRESH
         whole = by_columns[run_id] != FAILURE_LABELS
         for column, value in zip(picked, (run_id, whole, f.first_step, f.last_step, f.last_action_step)):
             column.append(value)
-    reader = conn.sql(PICKED_STEPS_SQL, params=list(picked)).to_arrow_reader(batch_size)
+    reader = _ordered_rows(conn, _PICKED_ROWS, list(picked), batch_size)
     results: list[RunDiagnoses] = []
     later: list[str] = []
     for run in _merge(runs, reader):

@@ -18,10 +18,18 @@ from .thresholds import Thresholds
 from .views import Diagnosis, RunView, StepView
 from .windows import window_for
 
-__all__ = ["context_bomb", "run_window", "pusher", "may_bomb"]
+__all__ = ["context_bomb", "run_window", "pusher", "may_bomb", "sized_steps"]
 
 
 _CONTEXT, _BYTES = attrgetter("context_tokens"), attrgetter("observation_bytes")
+
+
+def sized_steps(run: RunView) -> list[StepView]:
+    """The steps whose context was measured. An unknown size (NULL: a refused call, a source that
+    records none, a step's second call) stays unknown: it is left out, never read as 0, which would
+    fake a drop in the growth projection and hide a context nearing the window. A 0 is no
+    measurement either (stores written before NULLs were kept recorded a refused call as 0)."""
+    return [s for s in run.steps if s.context_tokens]
 
 
 def run_window(run: RunView, t: Thresholds) -> int | None:
@@ -29,10 +37,10 @@ def run_window(run: RunView, t: Thresholds) -> int | None:
 
 
 def pusher(sized: Sequence[StepView], line: float) -> tuple[StepView, StepView | None] | None:
-    """(the first step whose context reached ``line``, the step before it whose result pushed it there);
-    None when the context never reached it."""
+    """(the first step of ``sized`` (``sized_steps``) whose context reached ``line``, the measured step
+    before it whose result pushed it there); None when the context never reached it."""
     for i, s in enumerate(sized):
-        if (s.context_tokens or 0) >= line:
+        if s.context_tokens is not None and s.context_tokens >= line:
             return s, sized[i - 1] if i else None
     return None
 
@@ -70,7 +78,7 @@ def _refused(run: RunView) -> tuple[StepView, StepView | None] | None:
 
 def context_bomb(run: RunView, t: Thresholds) -> Diagnosis | None:
     window = run_window(run, t)
-    sized = [s for s in run.steps if s.context_tokens]
+    sized = sized_steps(run)
     peak = max(sized, key=_CONTEXT, default=None)  # every sized step has a count
     evidence: dict[str, Any] = {"window_tokens": window}
     if peak is not None:
@@ -128,12 +136,14 @@ def may_bomb(run: RunView, max_bytes: int, max_context: int | None, t: Threshold
 
 
 def _overflow_projection(sized: Sequence[StepView], window: int, n: int) -> int | None:
-    """The step at which the context would reach the window at its growth over the last ``n`` steps."""
-    recent = sized[-n:]
+    """The step at which the context would reach the window at its growth over the last ``n`` measured
+    steps (the growth per step between the first and last of them: steps of unknown size in between
+    count as steps, never as a size)."""
+    recent = [(s.step, s.context_tokens) for s in sized if s.context_tokens][-n:]
     if len(recent) < 2:
         return None
-    growth = ((recent[-1].context_tokens or 0) - (recent[0].context_tokens or 0)) / max(1, recent[-1].step
-                                                                                          - recent[0].step)
+    (first_step, first), (last_step, last) = recent[0], recent[-1]
+    growth = (last - first) / max(1, last_step - first_step)
     if growth <= 0:
         return None
-    return recent[-1].step + int((window - (recent[-1].context_tokens or 0)) / growth) + 1
+    return last_step + int((window - last) / growth) + 1

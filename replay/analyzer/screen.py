@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import duckdb
 
 from looptrace.tracer.records.actions import NEAR_OBSERVATION_KEY_SQL, PROGRESS_KEY_SQL
-from looptrace.tracer.rules import (ACTS_WINDOW_SQL, MAY_TRIP_AGGREGATES_SQL, MAY_TRIP_SQL, Thresholds, Trips,
-                                    may_trip, trip_parameters)
+from looptrace.tracer.rules import (ACTS_WINDOW_SQL, MAY_TRIP_AGGREGATES_SQL, MAY_TRIP_SHORT_SQL, MAY_TRIP_SQL,
+                                    SHORT_CYCLES, Thresholds, Trips, may_trip, trip_parameters)
 
 from .context import may_bomb
 from .guarded import guarded_thresholds
@@ -40,7 +40,7 @@ __all__ = ["SCREEN_SQL", "PICKED_ROWS_SQL", "RunFacts", "screen", "clears", "cle
 # One row per run with steps. The outcome is the one the rules compare (``stagnation.acts_of``):
 # the near-same key for an observation of at least ``near_same_min_bytes``, else the progress key,
 # each computed from the observation when the row was stored without it (as STEPS_SQL does).
-SCREEN_SQL = """
+_SCREEN_TEMPLATE = """
 SELECT run_id, min(step) AS first_step, max(step) AS last_step,
        max(step) FILTER (WHERE tool IS NOT NULL) AS last_action_step, count(*) FILTER (WHERE unkeyed) AS unkeyed,
        count(*) FILTER (WHERE bad) AS hallucination_errors, max(observation_bytes) AS max_bytes,
@@ -66,8 +66,11 @@ FROM (
     WINDOW {window}
 )
 GROUP BY run_id
-""".format(aggregates=MAY_TRIP_AGGREGATES_SQL, tests=MAY_TRIP_SQL, window=ACTS_WINDOW_SQL,
-           near_key=NEAR_OBSERVATION_KEY_SQL, progress_key=PROGRESS_KEY_SQL)
+""".replace("{aggregates}", MAY_TRIP_AGGREGATES_SQL).replace("{window}", ACTS_WINDOW_SQL).replace(
+    "{near_key}", NEAR_OBSERVATION_KEY_SQL).replace("{progress_key}", PROGRESS_KEY_SQL)
+SCREEN_SQL = _SCREEN_TEMPLATE.replace("{tests}", MAY_TRIP_SQL)
+# The default cycle_max_period needs no moving frame (columns.MAY_TRIP_SHORT_SQL).
+_SCREEN_SHORT_SQL = _SCREEN_TEMPLATE.replace("{tests}", MAY_TRIP_SHORT_SQL)
 
 # STEPS_SQL's filter (analyze.py): every row of a run to evaluate in full (``whole``), and of a
 # cleared run the rows ``ending.run_end`` reads: its first step, the step of its last action (an end
@@ -100,9 +103,10 @@ def screen(conn: duckdb.DuckDBPyConnection, t: Thresholds) -> dict[str, RunFacts
     params = {**trip_parameters(t), "near_min": t.near_same_min_bytes,
               "hallucination_errors": sorted(HALLUCINATION_ERRORS)}
     return {run_id: RunFacts(first, last, last_action, unkeyed, bad, max_bytes, max_context,
-                             Trips(repeat, same, fail, cycle_acts))
-            for run_id, first, last, last_action, unkeyed, bad, max_bytes, max_context, repeat, same, fail, cycle_acts
-            in conn.execute(SCREEN_SQL, params).fetchall()}
+                             Trips(repeat, same, fail, cycle_acts, repeated))
+            for run_id, first, last, last_action, unkeyed, bad, max_bytes, max_context, repeat, same, fail, cycle_acts,
+            repeated in conn.execute(_SCREEN_SHORT_SQL if t.cycle_max_period <= SHORT_CYCLES else SCREEN_SQL,
+                                     params).fetchall()}
 
 
 def clears(head: RunView, facts: RunFacts, t: Thresholds) -> frozenset[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from looptrace.tracer.records.actions import call_action, call_key
@@ -13,6 +14,7 @@ from .markers import TAIL_STEPS, MarkerHit, find_markers
 
 __all__ = ["StepView", "RunView", "Diagnosis", "describe_action"]
 
+_STEP = attrgetter("step")
 _ARGS_WIDTH = 80  # an action's arguments in an explanation: enough to recognise the command
 
 
@@ -65,7 +67,7 @@ class RunView:
         beginning and end), attributes and its last ``TAIL_STEPS`` steps."""
         texts: list[tuple[str, str | None]] = [("error", self.error), ("answer", _ends(self.answer)),
                                                ("attributes", _attribute_text(self.attributes))]
-        last = max((s.step for s in self.steps), default=0)
+        last = max(map(_STEP, self.steps), default=0)
         texts += [(f"step {s.step}", s.end_text) for s in self.steps if s.step > last - TAIL_STEPS]
         return texts
 

@@ -28,21 +28,22 @@ from typing import TYPE_CHECKING
 from looptrace.tracer.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .columns import ACTS_WINDOW_SQL, MAY_TRIP_AGGREGATES_SQL, MAY_TRIP_SQL, Trips, may_trip, trip_parameters
+    from .columns import (ACTS_WINDOW_SQL, MAY_TRIP_AGGREGATES_SQL, MAY_TRIP_SHORT_SQL, MAY_TRIP_SQL, SHORT_CYCLES, Trips,
+                          may_trip, trip_parameters)
     from .findings import RULES, Act, Finding, outcome_key
     from .repeats import repeat_findings
     from .thresholds import DEFAULT_THRESHOLDS, Thresholds, load_thresholds
     from .watch import RepeatWatch
 
 __all__ = ["Thresholds", "DEFAULT_THRESHOLDS", "load_thresholds", "Act", "Finding", "RULES", "outcome_key",
-           "repeat_findings", "RepeatWatch", "ACTS_WINDOW_SQL", "MAY_TRIP_SQL", "MAY_TRIP_AGGREGATES_SQL", "Trips",
-           "may_trip", "trip_parameters"]
+           "repeat_findings", "RepeatWatch", "ACTS_WINDOW_SQL", "MAY_TRIP_SQL", "MAY_TRIP_SHORT_SQL", "SHORT_CYCLES",
+           "MAY_TRIP_AGGREGATES_SQL", "Trips", "may_trip", "trip_parameters"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     **dict.fromkeys(("Thresholds", "DEFAULT_THRESHOLDS", "load_thresholds"), ".thresholds"),
     **dict.fromkeys(("RULES", "Act", "Finding", "outcome_key"), ".findings"),
     "repeat_findings": ".repeats",
     "RepeatWatch": ".watch",
-    **dict.fromkeys(("ACTS_WINDOW_SQL", "MAY_TRIP_SQL", "MAY_TRIP_AGGREGATES_SQL", "Trips", "may_trip",
-                     "trip_parameters"), ".columns"),
+    **dict.fromkeys(("ACTS_WINDOW_SQL", "MAY_TRIP_SQL", "MAY_TRIP_SHORT_SQL", "SHORT_CYCLES", "MAY_TRIP_AGGREGATES_SQL",
+                     "Trips", "may_trip", "trip_parameters"), ".columns"),
 })

@@ -195,11 +195,15 @@ class ClientInstrumentor:
         """The open run whose last request ``messages`` extends, and the messages' hashes.
 
         Each open run's digest first compares its remembered messages (cheap, no hashing), so only
-        the run that matches hashes anything, and only what is new.
+        the run that matches hashes anything, and only what is new. That comparison is the only one
+        of the resent history a call makes: the run's RequestLog hands the hashes on to the call's
+        ``encode`` (records/requests.py).
         """
         for o in self._open:
-            if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
-                return o, o.digest.message_shas(messages)
+            if 0 < len(o.hashes) < len(messages):
+                shas = o.digest.extension_shas(messages, len(o.hashes))
+                if shas is not None:
+                    return o, shas
         hashes = ConversationDigest().message_shas(messages)
         # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
         return next((o for o in self._open if extends(o.hashes, hashes)), None), hashes

@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -43,7 +43,7 @@ class DuckDBSpanExporter(SpanExporter):
         # ``write_spans`` spans (a segment's size), whichever comes first.
         self.write_delay = write_delay
         self.write_spans = write_spans
-        self._pending = PendingRows()
+        self._pending = PendingRows(self._arrow_for_segments())
         self._write_lock = threading.Lock()  # held while a segment of pending rows is written
         self._shutdown = False
         self._lock = threading.Lock()
@@ -60,10 +60,17 @@ class DuckDBSpanExporter(SpanExporter):
         """A forked child counts its own spans; its parent's counts and locks are not its own."""
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._pending = PendingRows()  # the parent's rows are the parent's to write
+        self._pending = PendingRows(self._arrow_for_segments())  # the parent's rows are the parent's to write
         self.progress = threading.Condition()
         self.spans_received = self.spans_written = self.write_errors = self.spans_dropped = 0
         self.last_error, self._warned = None, False
+
+    def _arrow_for_segments(self) -> Callable[[str, Any], Any] | None:
+        """Held rows bound for segments are converted to Arrow as they are prepared, on the processor's
+        thread, not by the flush that writes them (pending.py); other writers take rows as they are."""
+        from ..store.segments import SegmentWriter, to_segment_arrow
+
+        return to_segment_arrow if isinstance(getattr(self.sink, "_writer", None), SegmentWriter) else None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         n = len(spans)

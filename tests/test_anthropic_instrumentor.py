@@ -186,3 +186,37 @@ def test_a_crashed_agent_keeps_its_last_tool_call(tmp_path: Path) -> None:
                               text=True, timeout=120)
     assert done.returncode == 1 and "the agent crashed" in done.stderr
     assert query(db, "SELECT step, tool, args, observation FROM steps") == [(1, "read_file", '{"path":"a.txt"}', None)]
+
+
+def test_the_spans_sent_over_otlp_map_to_the_same_steps(db: Path) -> None:
+    """What a user exporting to an OTLP endpoint sends (the same spans; ``looptrace collect`` maps them
+    with the same mapping) gives the steps, tool calls and model calls the store holds: a step that is one
+    model call is read from its chat span."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from looptrace.tracer.records.spans import from_readable, rows_for_spans
+
+    tracing = Tracing(db)
+    memory = InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(memory))
+    instrumentor = AnthropicInstrumentor(tracing).instrument()
+    script = [tool_use(1, "a.txt"), tool_use(2, "zzz.txt"), Reply([{"type": "text", "text": "a.txt says alpha"}])]
+    try:
+        with MessagesServer(script) as server:
+            small_agent(sdk(server, tracing), "What is in a.txt?")
+    finally:
+        instrumentor.uninstrument()
+        tracing.shutdown()
+    spans = memory.get_finished_spans()
+    assert not [s for s in spans if s.name == "looptrace.step"]  # one span per call, not two
+    assert {s.name.split(" ")[0] for s in spans} >= {"invoke_agent", "chat", "execute_tool"}
+    rows = rows_for_spans([from_readable(s) for s in spans])
+    step_columns = ("step", "thought", "input_tokens", "output_tokens", "context_tokens", "cost_usd")
+    mapped = sorted(tuple(r[c] for c in step_columns) for r in rows["step_records"])
+    assert mapped == query(db, f"SELECT {', '.join(step_columns)} FROM step_records ORDER BY step")
+    assert len(mapped) == 3 and all(r[2] and r[4] == r[2] and r[5] for r in mapped)  # usage, context, cost
+    assert [r[1] for r in mapped] == ["I will read a.txt.", "I will read zzz.txt.", "a.txt says alpha"]
+    assert sorted((r["step"], r["tool"], r["observation"]) for r in rows["tool_call_records"]) == [
+        (1, "read_file", "alpha"), (2, "read_file", "no such file")]
+    assert len(rows["llm_call_records"]) == 3

@@ -43,7 +43,8 @@ class DuckDBSpanExporter(SpanExporter):
         # ``write_spans`` spans (a segment's size), whichever comes first.
         self.write_delay = write_delay
         self.write_spans = write_spans
-        self._pending = PendingRows(self._arrow_for_segments())
+        self._pending = PendingRows()
+        self._arrow = self._arrow_for_segments()
         self._write_lock = threading.Lock()  # held while a segment of pending rows is written
         self._shutdown = False
         self._lock = threading.Lock()
@@ -60,7 +61,7 @@ class DuckDBSpanExporter(SpanExporter):
         """A forked child counts its own spans; its parent's counts and locks are not its own."""
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._pending = PendingRows(self._arrow_for_segments())  # the parent's rows are the parent's to write
+        self._pending = PendingRows()  # the parent's rows are the parent's to write
         self.progress = threading.Condition()
         self.spans_received = self.spans_written = self.write_errors = self.spans_dropped = 0
         self.last_error, self._warned = None, False
@@ -78,7 +79,9 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            prepared = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
+            prepared: Mapping[str, Any] = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
+            if self._arrow is not None:  # converted here, not under the lock a flush waits for
+                prepared = {table: self._arrow(table, rows) for table, rows in prepared.items()}
             with self._write_lock:
                 self._pending.add(prepared, n)
                 due = self._pending.spans >= self.write_spans or self._pending.age() >= self.write_delay

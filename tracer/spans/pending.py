@@ -13,7 +13,7 @@ shutdown) is what says "stored". Nothing held here is unredacted either.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -26,9 +26,7 @@ class PendingRows:
     """Prepared tables of several batches and the spans they came from. Not thread-safe: the
     exporter holds its lock around every use."""
 
-    def __init__(self, arrow: Callable[[str, TableData], Any] | None = None) -> None:
-        # ``arrow(table, rows)``: the rows as the writer's Arrow table (None: held as they are).
-        self._arrow = arrow
+    def __init__(self) -> None:
         self._parts: list[Mapping[str, Any]] = []
         self.spans = 0
         self._since: float | None = None
@@ -36,9 +34,9 @@ class PendingRows:
     def __bool__(self) -> bool:
         return bool(self._parts)
 
-    def add(self, tables: Mapping[str, TableData], spans: int) -> None:
-        if self._arrow is not None:
-            tables = {name: self._arrow(name, data) for name, data in tables.items()}
+    def add(self, tables: Mapping[str, Any], spans: int) -> None:
+        """``tables``: prepared rows, or their Arrow tables (the exporter converts rows bound for
+        segments before it takes the lock this holder is used under)."""
         if self._since is None:
             self._since = time.monotonic()
         self._parts.append(tables)

@@ -29,7 +29,7 @@ TITLE = "instrumentor: Anthropic SDK calls traced by looptrace vs OpenInference 
 VARIANTS = ("none", "looptrace", "openinference", "openllmetry", "looptrace+guard", "looptrace+guard+context")
 PEERS = {"openinference": "OpenInference", "openllmetry": "OpenLLMetry"}
 ROOT = Path(__file__).resolve().parent.parent
-GOAL_FLUSH = 2.0
+GOAL_FLUSH_MS = 50.0  # issue 38: the final flush of a process in at most 50 ms (absolute; the peers do not persist)
 GOAL_BYTES = 1.0
 GOAL_GUARD = 0.05  # a guard adds at most 5% to the instrumentor's own cost per call
 
@@ -123,14 +123,16 @@ def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], 
                                f"{on_thread:.2f} ms/call is on the agent's thread (latency it adds to a call); "
                                f"looptrace stored {stored} llm_calls rows (warm-up calls included)"
                           if variant == "openinference" else ""))
-    for variant, name in PEERS.items():
-        theirs = median([r["flush_wall"] * 1e3 for r in results[variant]])
-        out.append(Result(f"final flush vs {name}", "ms", flush_ours, theirs, f"ratio <= {GOAL_FLUSH:g}x",
-                          flush_ours <= GOAL_FLUSH * theirs,
-                          note=f"looptrace's flush writes and fsyncs a segment (durable, queryable; {flush_cpu:.1f} ms "
-                               "of it CPU, the rest waiting for the disk); the peers' flush hands spans to an "
-                               f"in-memory list. Then Tracing.shutdown() (compaction at exit: the store created, "
-                               f"segments absorbed and deleted): {shutdown:.0f} ms" if variant == "openllmetry" else ""))
+    peers_flush = {name: median([r["flush_wall"] * 1e3 for r in results[variant]]) for variant, name in PEERS.items()}
+    # The goal is absolute: no ratio to the peers' flush, which hands spans to an in-memory list and
+    # stores nothing, could be met by a flush that writes and fsyncs. Their figure stands beside it.
+    out.append(Result("final flush (baseline: OpenLLMetry's)", "ms", flush_ours, peers_flush["OpenLLMetry"],
+                      f"<= {GOAL_FLUSH_MS:g} ms", flush_ours <= GOAL_FLUSH_MS,
+                      note=f"looptrace's flush writes and fsyncs a segment (durable, queryable; {flush_cpu:.1f} ms "
+                           "of it CPU, the rest waiting for the disk); the peers' flush hands spans to an in-memory "
+                           "list: " + ", ".join(f"{n} {v:.2f} ms" for n, v in peers_flush.items()) + ". Then "
+                           "Tracing.shutdown() (compaction at exit: the store created, segments absorbed and "
+                           f"deleted): {shutdown:.0f} ms"))
     for variant, limits in (("looptrace+guard", "max_calls, max_usd, max_repeats"),
                             ("looptrace+guard+context", "and max_context_tokens")):
         guard = _cpu_ms(results[variant]) - bare - ours

@@ -136,3 +136,87 @@ def test_uninstrument_restores_the_client(db: Path) -> None:
     instrumentor.uninstrument()
     assert Messages.create is original
     tracing.shutdown()
+
+
+def test_the_last_tool_call_before_the_agent_stops_is_kept(db: Path, tracing: Tracing) -> None:
+    """A response's tool calls are recorded when it arrives: an agent that stops after asking (its own cap,
+    a crash) keeps its last call, with no result; the ones answered get theirs from the next request."""
+    with MessagesServer([tool_use(1, "a.txt"), tool_use(2, "b.txt")]) as server:
+        client = sdk(server, tracing)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Read both files."}]
+        for _ in range(2):  # the agent's own cap: two calls, then it stops without running the second tool
+            reply = client.messages.create(model=MODEL, max_tokens=64, tools=TOOLS, messages=messages)
+            [use] = [b for b in reply.content if b.type == "tool_use"]
+            messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+                                                       "content": FILES[use.input["path"]]}]}]
+    tracing.shutdown()
+    assert query(db, "SELECT step, tool, tool_call_id, args, observation, is_error FROM steps ORDER BY step") == [
+        (1, "read_file", "toolu_1", '{"path":"a.txt"}', "alpha", False),
+        (2, "read_file", "toolu_2", '{"path":"b.txt"}', None, False),
+    ]
+    # Each call starts as the response asking for it arrives (not when the next request is sent).
+    rows = query(db, """SELECT t.step, t.started_at >= l.ended_at FROM tool_calls t JOIN llm_calls l USING (run_id, step)
+                        ORDER BY t.step""")
+    assert rows == [(1, True), (2, True)]
+    assert query(db, "SELECT status, n_steps, n_llm_calls FROM runs") == [("incomplete", 2, 2)]
+
+
+def test_a_crashed_agent_keeps_its_last_tool_call(tmp_path: Path) -> None:
+    """The process dies of an uncaught exception right after a response asked for a tool: the call is stored
+    at exit (before the provider's own exit hook shuts the exporter down), unanswered."""
+    import subprocess
+    import textwrap
+
+    from .conftest import PYTHON, python_env
+
+    db = tmp_path / "crash.duckdb"
+    script = textwrap.dedent(f"""
+        import anthropic, sys
+        from looptrace.tracer import Tracing
+        from looptrace.tracer.spans.anthropic import AnthropicInstrumentor
+        tracing = Tracing({str(db)!r})
+        AnthropicInstrumentor(tracing).instrument()
+        client = anthropic.Anthropic(api_key="test", base_url=sys.argv[1], max_retries=0)
+        client.messages.create(model={MODEL!r}, max_tokens=64, messages=[{{"role": "user", "content": "Read a.txt"}}])
+        raise RuntimeError("the agent crashed while running its tool")
+    """)
+    with MessagesServer([tool_use(1, "a.txt")]) as server:
+        done = subprocess.run([PYTHON, "-c", script, server.base_url], env=python_env(), capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 1 and "the agent crashed" in done.stderr
+    assert query(db, "SELECT step, tool, args, observation FROM steps") == [(1, "read_file", '{"path":"a.txt"}', None)]
+
+
+def test_the_spans_sent_over_otlp_map_to_the_same_steps(db: Path) -> None:
+    """What a user exporting to an OTLP endpoint sends (the same spans; ``looptrace collect`` maps them
+    with the same mapping) gives the steps, tool calls and model calls the store holds: a step that is one
+    model call is read from its chat span."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from looptrace.tracer.records.spans import from_readable, rows_for_spans
+
+    tracing = Tracing(db)
+    memory = InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(memory))
+    instrumentor = AnthropicInstrumentor(tracing).instrument()
+    script = [tool_use(1, "a.txt"), tool_use(2, "zzz.txt"), Reply([{"type": "text", "text": "a.txt says alpha"}])]
+    try:
+        with MessagesServer(script) as server:
+            small_agent(sdk(server, tracing), "What is in a.txt?")
+    finally:
+        instrumentor.uninstrument()
+        tracing.shutdown()
+    spans = memory.get_finished_spans()
+    assert not [s for s in spans if s.name == "looptrace.step"]  # one span per call, not two
+    assert {s.name.split(" ")[0] for s in spans} >= {"invoke_agent", "chat", "execute_tool"}
+    rows = rows_for_spans([from_readable(s) for s in spans])
+    step_columns = ("step", "thought", "input_tokens", "output_tokens", "context_tokens", "cost_usd")
+    mapped = sorted(tuple(r[c] for c in step_columns) for r in rows["step_records"])
+    assert mapped == query(db, f"SELECT {', '.join(step_columns)} FROM step_records ORDER BY step")
+    assert len(mapped) == 3 and all(r[2] and r[4] == r[2] and r[5] for r in mapped)  # usage, context, cost
+    assert [r[1] for r in mapped] == ["I will read a.txt.", "I will read zzz.txt.", "a.txt says alpha"]
+    assert sorted((r["step"], r["tool"], r["observation"]) for r in rows["tool_call_records"]) == [
+        (1, "read_file", "alpha"), (2, "read_file", "no such file")]
+    assert len(rows["llm_call_records"]) == 3

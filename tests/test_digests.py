@@ -197,3 +197,54 @@ def test_a_window_of_the_history_stores_only_what_each_call_adds() -> None:
         encoded.append(log.encode(_request(history[-4:]), f"c{turn}"))
     assert [(e.drop, e.keep, len(e.append), e.base_call_id) for e in encoded] == [
         (0, 0, 4, None), (2, 2, 2, "c0"), (2, 2, 2, "c3"), (2, 2, 2, "c4")]
+
+
+@pytest.mark.parametrize("redact", ["none", "value", "value_or_same"])
+def test_hashes_handed_on_to_encode_give_the_same_records(redact: str) -> None:
+    """The instrumentor's path (``extension_shas`` to find the run, then ``encode`` of the same request,
+    which takes those hashes and compares the history no further) records exactly what ``encode`` alone
+    records, through the changes that must be seen: a message edited in place between calls, a secret,
+    a request the guard extends with a turn (new objects), a hash handed out and never encoded."""
+    from looptrace.tracer.sink import Redactor
+
+    redactor = Redactor(env={})
+    fn = None if redact == "none" else redactor.value if redact == "value" else redactor.value_or_same
+    handed, alone = RequestLog(fn), RequestLog(fn)
+    messages = _conversation(1) + [{"role": "user", "content": "token sk-ant-abcdefghijklmnop"}]
+    n = 0
+    for turn in range(2, 12):
+        request = _request(messages)
+        if turn == 5:
+            _mutate_earlier(messages)  # in place, after the last call: the next one must see it
+        if turn == 7:
+            messages[-1]["content"][0]["content"] = "edited"
+        if turn == 8:  # handed out, then the request the guard changed is what is encoded
+            assert handed.extension_shas(list(messages), n) is not None
+            request = _request(messages + [{"role": "user", "content": "reflect"}])
+        elif turn == 9:  # handed out and never encoded (the guard stopped it), then a later request
+            handed.extension_shas(list(messages), n)
+            messages = messages + _turn(turn)
+            request = _request(messages)
+        elif n:
+            shas = handed.extension_shas(list(messages), n)
+            assert shas == [content_sha(m) for m in messages] or turn in (5, 7, 9, 10)
+        got, want = handed.encode(request, f"c{turn}"), alone.encode(copy.deepcopy(request), f"c{turn}")
+        assert got == want, f"turn {turn}"
+        n = len(request["messages"])
+        messages = messages + _turn(turn)
+
+
+def test_hashes_handed_out_twice_before_an_encode_are_compared_again() -> None:
+    """Two requests hashed before the next ``encode`` (the first never sent): the identity digest is a
+    request behind the raw one, so the raw digest's prefix test cannot answer for it."""
+    from looptrace.tracer.sink import Redactor
+
+    redactor = Redactor(env={})
+    handed, alone = RequestLog(redactor.value_or_same), RequestLog(redactor.value_or_same)
+    messages = _conversation(3)
+    assert handed.encode(_request(messages), "c1") == alone.encode(_request(messages), "c1")
+    other = [messages[0], {"role": "assistant", "content": "another reply"}, *messages[2:], *_turn(7)]
+    handed.message_shas(other)  # a request that was never sent
+    later = _request(other + _turn(8))
+    assert handed.encode(later, "c2") == alone.encode(copy.deepcopy(later), "c2")
+    assert handed.encode(later, "c2").request_sha == content_sha(redactor.value(copy.deepcopy(later)))

@@ -14,6 +14,8 @@ import pytest
 
 from looptrace.loop.server import MessagesServer, Reply
 from looptrace.replay.analyzer import analyze_store
+from looptrace.replay.recording import load_recording
+from looptrace.replay.serve import RecordingHandler
 from looptrace.tracer import Guard, GuardTripped, Tracing
 from looptrace.tracer.guard import REFLECTION
 from looptrace.tracer.spans.anthropic import AnthropicInstrumentor
@@ -93,10 +95,39 @@ def test_repeats_stop_the_loop_before_the_fourth_request(db: Path, server: Messa
     assert finding.spend_usd == pytest.approx(0.006)
     assert "the same call of 'read_file' 3 times in a row" in str(tripped.value)  # the rules layer's words
     assert (finding.evidence["kind"], finding.evidence["wasted_usd"]) == ("repeat", pytest.approx(0.006))
-    [(run_id, status, error)] = query(db, "SELECT run_id, status, error FROM runs")
+    [(run_id, status, error, n_steps, n_calls)] = query(db, "SELECT run_id, status, error, n_steps, n_llm_calls FROM runs")
     assert status == "stagnated" and run_id == finding.run_id and "max_repeats=3" in error
-    [event] = events_named(db, "guard")
-    assert (event["step"], event["attributes"]["rule"], event["attributes"]["steps"]) == (4, "max_repeats", "1,2,3")
+    # The refused request made no step and no model call: the stop is the run's, with its reason.
+    assert (n_steps, n_calls) == (3, 3) and events_named(db, "guard") == []
+    [events] = query(db, "SELECT CAST(events AS VARCHAR) FROM spans WHERE name LIKE 'invoke_agent%'")
+    [event] = [e for e in json.loads(events[0]) if e["name"] == "guard"]
+    assert (event["attributes"]["rule"], event["attributes"]["steps"]) == ("max_repeats", "1,2,3")
+
+
+def test_a_run_the_guard_stopped_can_be_served(db: Path, server: MessagesServer) -> None:
+    """``looptrace serve`` plays the stopped run: its three calls, in order, and the same agent under the
+    same guard is stopped at the same point by the served responses."""
+    tracing, instrumentor = guarded(db, Guard(max_repeats=3))
+    try:
+        with pytest.raises(GuardTripped):
+            agent(client_for(server))
+    finally:
+        instrumentor.uninstrument()
+        tracing.shutdown()
+    [(run_id,)] = query(db, "SELECT run_id FROM runs")
+    recording = load_recording(Store(db), run_id, need_config=False)
+    assert len(recording.calls) == 3
+    replayed = db.parent / "replayed.duckdb"
+    tracing, instrumentor = guarded(replayed, Guard(max_repeats=3))
+    handler = RecordingHandler(recording)
+    try:
+        with MessagesServer(handler) as served, pytest.raises(GuardTripped):
+            agent(client_for(served))
+    finally:
+        instrumentor.uninstrument()
+        tracing.shutdown()
+    assert (handler.served, handler.drifts) == (3, [])
+    assert query(replayed, "SELECT status, n_steps FROM runs") == [("stagnated", 3)]
 
 
 def test_the_diagnosis_names_the_steps_the_guard_named(db: Path, server: MessagesServer) -> None:

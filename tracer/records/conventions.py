@@ -1,7 +1,9 @@
 """Span names and attribute keys: OTel GenAI semantic conventions where they exist, ``looptrace.*`` where not.
 
 The GenAI conventions have no span for one iteration of an agent loop, so a step is a
-``looptrace.step`` span between ``invoke_agent`` and its ``chat`` / ``execute_tool`` children.
+``looptrace.step`` span between ``invoke_agent`` and its ``chat`` / ``execute_tool`` children. A step
+that is exactly one model call (a client instrumentor's step) has no span of its own: its ``chat`` span
+says so (``looptrace.step.of_call``) and carries the step's thought, and its tool calls sit under the run.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ STEP_INDEX = "looptrace.step.index"
 STEP_THOUGHT = "looptrace.step.thought"
 STEP_CONTEXT_TOKENS = "looptrace.step.context_tokens"
 STEP_COST = "looptrace.step.cost_usd"
+STEP_OF_CALL = "looptrace.step.of_call"  # on a chat span: this call is its step too (same interval, usage, cost)
 TOOL_CALL_INDEX = "looptrace.tool.call_index"
 TOOL_IS_ERROR = "looptrace.tool.is_error"
 TOOL_RESULT_BYTES = "looptrace.tool.result_bytes"  # set when content is not recorded

@@ -105,6 +105,7 @@ class ConversationDigest:
         self._states: list[Any] = []  # _states[i]: SHA-256 of the request's JSON through message i - 1
         self._head: str | None = None  # the request's JSON before its first message
         self._fields: dict[str, _Remembered] = {}  # the other fields, e.g. system and tools, by key
+        self._kept = 0
 
     def prefix_len(self, messages: Sequence[Any]) -> int:
         """How many leading ``messages`` equal those of the last request (no state changes)."""
@@ -123,6 +124,18 @@ class ConversationDigest:
         """``content_sha`` of each message, reusing the hashes of the last request's equal prefix."""
         return self._remember(messages)[0]
 
+    def extension_shas(self, messages: Sequence[Any], n: int) -> list[str] | None:
+        """``message_shas(messages)`` when ``messages`` begin with all ``n`` messages of the last request
+        and add more; else None, remembering nothing. One comparison for the test and the hashing."""
+        keep = self.prefix_len(messages)
+        if keep != n or n != len(self._messages) or n >= len(messages):
+            return None
+        return self._remember(messages, keep=keep)[0]
+
+    def last_keep(self) -> int:
+        """How many leading messages the last ``message_shas``/``digest`` kept from the request before."""
+        return self._kept
+
     def remembered(self) -> list[Any]:
         """What this digest remembers of each message of the last request, in order: after
         ``message_shas(messages)`` each entry describes a value equal to that message, so another
@@ -130,8 +143,11 @@ class ConversationDigest:
         serialising and hashing it again."""
         return list(self._messages)
 
-    def _remember(self, messages: Sequence[Any], known: Sequence[Any] = ()) -> tuple[list[str], int]:
-        keep = self.prefix_len(messages)
+    def _remember(self, messages: Sequence[Any], known: Sequence[Any] = (),
+                  keep: int | None = None) -> tuple[list[str], int]:
+        # ``keep``: a prefix length the caller has just established against this digest's last request
+        # (or a lower bound of it), so the remembered messages are not compared with the new ones again.
+        keep = self.prefix_len(messages) if keep is None else min(keep, len(self._messages), len(messages))
         by_id: dict[int, _Remembered] = {}
         if keep < len(self._messages):
             # An agent that keeps a window of its history drops messages from the front, so no
@@ -151,16 +167,18 @@ class ConversationDigest:
         self._messages.extend(new)
         self._copies.extend(m.copy for m in new)
         self._ids.extend(id(m) for m in messages[keep:])
+        self._kept = keep
         return [m.sha for m in self._messages], keep
 
-    def digest(self, request: Mapping[str, Any], known: Sequence[Any] = ()) -> RequestDigest:
+    def digest(self, request: Mapping[str, Any], known: Sequence[Any] = (), keep: int | None = None) -> RequestDigest:
         """The hashes of ``request``'s messages, system prompt and tools, and of the whole request,
         each equal to ``content_sha`` of the same value. ``known[i]``, when not None, is another
-        digest's ``remembered()`` entry for a value equal to message ``i``."""
+        digest's ``remembered()`` entry for a value equal to message ``i``; ``keep``, when given, a
+        number of leading messages known equal to the last request's (see ``_remember``)."""
         messages = request.get(_MESSAGES)
         if not isinstance(messages, (list, tuple)) or not all(isinstance(k, str) and k.isascii() for k in request):
             return self._whole(request)
-        shas, keep = self._remember(messages, known)
+        shas, keep = self._remember(messages, known, keep)
         before, after = [], []
         for key in sorted(request):
             if key == _MESSAGES:

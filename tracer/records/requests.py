@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import is_
 from threading import Lock
 from typing import Any
 
@@ -71,6 +72,12 @@ class RequestLog:
         self._identity = ConversationDigest()
         self._redacted: dict[str, Any] = {}  # raw message hash -> redacted message, last request's
         self._params: tuple[dict[str, Any], dict[str, Any]] | None = None  # (last raw, redacted) of the rest
+        # The identity digest's last request is the raw digest's: then the raw digest's prefix test
+        # answers for both (the same raw message has the same redacted object), one comparison a call.
+        self._synced = True
+        # What the last ``message_shas`` handed out, for the ``encode`` of the same request that follows
+        # (the instrumentor hashes a request to find its run first): (messages, hashes, identity keep).
+        self._given: tuple[list[Any], list[str], int | None] | None = None
         self._lock = Lock()
 
     def prefix_len(self, messages: list[Any]) -> int:
@@ -82,7 +89,34 @@ class RequestLog:
         """The raw messages' hashes, from the same digest ``encode`` uses: a caller that needs them
         first (the instrumentor, to find a call's run) leaves ``encode`` nothing to hash again."""
         with self._lock:
-            return self._raw.message_shas(messages)
+            hashes = self._raw.message_shas(messages)
+            self._hand(messages, hashes)
+            return hashes
+
+    def extension_shas(self, messages: list[Any], n: int) -> list[str] | None:
+        """``message_shas(messages)`` when ``messages`` extend all ``n`` messages of the last request;
+        else None, and nothing is remembered (the instrumentor's test of which run a request continues)."""
+        with self._lock:
+            hashes = self._raw.extension_shas(messages, n)
+            if hashes is not None:
+                self._hand(messages, hashes)
+            return hashes
+
+    def _hand(self, messages: list[Any], hashes: list[str]) -> None:
+        self._given = (list(messages), hashes, self._raw.last_keep() if self._synced else None)
+        self._synced = False
+
+    def _raw_shas(self, messages: list[Any]) -> tuple[list[str], int | None, bool]:
+        """(the raw hashes, how many leading messages the identity digest may keep without comparing
+        (None: compare), whether the raw digest was already at ``messages``). The hashes just handed
+        out are taken once, for the very same message objects (nothing can change them in between:
+        the request has not been sent); anything else is compared and hashed as usual."""
+        given, self._given = self._given, None
+        if given is not None and len(given[0]) == len(messages) and all(map(is_, given[0], messages)):
+            return given[1], given[2], True
+        synced = self._synced
+        hashes = self._raw.message_shas(messages)
+        return hashes, self._raw.last_keep() if synced else None, False
 
     def identity(self, request: Mapping[str, Any]) -> str:
         """The ``request_sha`` that ``encode`` gives ``request``, recording nothing: what a replay
@@ -90,22 +124,27 @@ class RequestLog:
         message redacted and hashed once per run, not the whole history on every call)."""
         messages = list(request.get("messages") or [])
         with self._lock:
+            self._given = None
             if self._redact is None:
                 return self._raw.digest(request).request_sha
-            hashes = self._raw.message_shas(messages)
+            hashes, keep, _ = self._raw_shas(messages)
             redacted = self._redacted_request(request, messages, hashes)
-            return self._identity.digest(redacted, self._unchanged(messages, redacted)).request_sha
+            digest = self._identity.digest(redacted, self._unchanged(messages, redacted), keep)
+            self._synced = True
+            return digest.request_sha
 
     def encode(self, request: Mapping[str, Any], call_id: str) -> EncodedRequest:
         system, tools, messages, params = split_request(request)
         with self._lock:
             if self._redact is None:
-                digest = self._raw.digest(request)
+                _, _, current = self._raw_shas(messages) if self._given is not None else ((), None, False)
+                digest = self._raw.digest(request, keep=len(messages) if current else None)
                 hashes = digest.message_shas
             else:
-                hashes = self._raw.message_shas(messages)
+                hashes, keep, _ = self._raw_shas(messages)
                 redacted = self._redacted_request(request, messages, hashes)
-                digest = self._identity.digest(redacted, self._unchanged(messages, redacted))
+                digest = self._identity.digest(redacted, self._unchanged(messages, redacted), keep)
+                self._synced = True
             drop, keep = overlap(self._last_hashes, hashes)
             base = self._last_call if keep else None
             system_sha, tools_sha = digest.system_sha, digest.tools_sha

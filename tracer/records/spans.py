@@ -257,6 +257,26 @@ def _step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended
     }
 
 
+def _call_step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+    """The step rows of chat spans that are their step too (``looptrace.step.of_call``: a client
+    instrumentor's call, spans/callstep.py): the columns a ``looptrace.step`` span of the same
+    interval, thought, usage and cost would give (the call's input is the step's context)."""
+    a = [b.attributes[i] for i in idx]
+    return {
+        "run_id": [x.get(c.RUN_ID) for x in a],
+        "step": [_int(x.get(c.STEP_INDEX)) for x in a],
+        "started_at": [started[i] for i in idx],
+        "ended_at": [ended[i] for i in idx],
+        "thought": [_text(x.get(c.STEP_THOUGHT)) for x in a],
+        "input_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
+        "output_tokens": [_int(x.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)) for x in a],
+        "context_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
+        "cost_usd": [x.get(c.LLM_COST) for x in a],
+        "events": [_events_json(b.events[i]) for i in idx],
+        "span_id": [b.span_id[i] for i in idx],
+    }
+
+
 def _tool_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
     a = [b.attributes[i] for i in idx]
     observations = [_text(x.get(c.GEN_AI_TOOL_CALL_RESULT)) for x in a]
@@ -347,10 +367,20 @@ def columns_for_batch(batch: SpanBatch) -> dict[str, Columns]:
             typed.setdefault("step_records", []).append(i)
         elif (kind := _TYPED.get(str(attrs.get(c.GEN_AI_OPERATION)))) is not None:
             typed.setdefault(kind[0], []).append(i)
+            if attrs.get(c.STEP_OF_CALL):
+                typed.setdefault("call_steps", []).append(i)
     out = {"spans": _span_columns(batch, started, ended)}
     makers = {"step_records": _step_columns, **dict(_TYPED.values())}
+    call_steps = typed.pop("call_steps", None)
     for table, idx in typed.items():
         out[table] = makers[table](batch, idx, started, ended)
+    if call_steps:
+        steps = _call_step_columns(batch, call_steps, started, ended)
+        if "step_records" in out:
+            for column, values in out["step_records"].items():
+                values.extend(steps[column])
+        else:
+            out["step_records"] = steps
     return out
 
 

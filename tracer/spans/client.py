@@ -9,7 +9,9 @@ results the next request carries, streams, the guard.
 
 Inside a looptrace run, calls attach to the current step. Outside one, calls are grouped into implicit
 runs: a request that extends an open run's last request continues it; a response that asks for no tool
-ends it. Instrumenting never changes what the client returns or raises; a ``Guard`` may refuse a request
+ends it. Each call of an implicit run is its step (callstep.py: one span, not a step span around a chat
+span); the tool calls a response asks for are recorded when it arrives, and their results join them
+when the next request carries them. Instrumenting never changes what the client returns or raises; a ``Guard`` may refuse a request
 (``GuardTripped``, before it is sent) or add a reflection turn to it, as documented in docs/guards.md.
 """
 
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,8 +31,9 @@ from ..guard import Guard, GuardTripped
 from ..records.conventions import TOOL_NOT_FOUND
 from ..records.digests import ConversationDigest
 from ..records.requests import RequestLog
+from .callstep import CallStep
 from .conversation import extends
-from .manual import LlmCall, Run, Step, current_run, current_step
+from .manual import LlmCall, Run, Step, ToolCall, current_run, current_step
 from .tracing import Tracing
 
 __all__ = ["Dialect", "ClientInstrumentor", "Accumulator", "RecordingStream", "RecordingAsyncStream", "Done"]
@@ -81,8 +84,9 @@ class _Implicit:
     # messages hashed here to find the run are not hashed again when the call is recorded.
     digest: ConversationDigest | RequestLog
     step: Step | None = None
-    pending: list[tuple[str, str, Any]] = field(default_factory=list)  # (tool_use_id, name, input), in order
-    pending_since: int = 0
+    # The last response's tool calls, recorded as it arrived: (tool_use_id, call), in order. Each gets
+    # its result from the next request; a run that goes no further keeps them unanswered.
+    pending: list[tuple[str, ToolCall]] = field(default_factory=list)
     declared: frozenset[str] | None = None  # the tools the last request declared; None: it sent none
     task: str | None = None  # the first user message's text, for agents that rewrite their history
 
@@ -103,6 +107,9 @@ class ClientInstrumentor:
         self._originals: dict[tuple[type, str], Any] = {}
         self._open: list[_Implicit] = []
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+        # Before the provider shuts down (at exit too): calls a run made and never answered are stored.
+        tracing.on_close(self._close_pending)
 
     # -- patching ---------------------------------------------------------------------------------
 
@@ -140,7 +147,7 @@ class ClientInstrumentor:
             if run is not None:
                 return LlmCall(run, request, provider=provider)
             implicit = self._implicit_for(request)
-            implicit.step = implicit.run.step()
+            implicit.step = CallStep(implicit.run)
             return implicit.step.llm_call(request, provider=provider)
         except GuardTripped:
             if implicit is not None:  # the guard stored the run as it ended; the next call starts afresh
@@ -173,15 +180,11 @@ class ClientInstrumentor:
                 found.hashes = hashes
         # The pending calls' results are in the messages this request adds: reading only those keeps
         # the agent's thread from walking the whole conversation on every call.
-        if found.step is not None and found.pending:
-            paired = d.results([use_id for use_id, _, _ in found.pending], messages[seen:])
-            for index, ((name, args), (use_id, text, is_error)) in enumerate(
-                zip(((n, a) for _, n, a in found.pending), paired)
-            ):
-                call = found.step.tool_call(name, args, call_id=use_id or None, call_index=index,
-                                            start_time=found.pending_since)
+        if found.pending:
+            paired = d.results([use_id for use_id, _ in found.pending], messages[seen:])
+            for (_, call), (_, text, is_error) in zip(found.pending, paired):
                 # A tool the request did not declare is the model's invention, whatever the loop answered.
-                unknown = found.declared is not None and name not in found.declared
+                unknown = found.declared is not None and call.tool not in found.declared
                 error_type = TOOL_NOT_FOUND if unknown else "tool_error" if is_error else None
                 call.result(text, is_error=is_error or unknown, error_type=error_type)
             found.pending = []
@@ -192,11 +195,15 @@ class ClientInstrumentor:
         """The open run whose last request ``messages`` extends, and the messages' hashes.
 
         Each open run's digest first compares its remembered messages (cheap, no hashing), so only
-        the run that matches hashes anything, and only what is new.
+        the run that matches hashes anything, and only what is new. That comparison is the only one
+        of the resent history a call makes: the run's RequestLog hands the hashes on to the call's
+        ``encode`` (records/requests.py).
         """
         for o in self._open:
-            if 0 < len(o.hashes) < len(messages) and o.digest.prefix_len(messages) == len(o.hashes):
-                return o, o.digest.message_shas(messages)
+            if 0 < len(o.hashes) < len(messages):
+                shas = o.digest.extension_shas(messages, len(o.hashes))
+                if shas is not None:
+                    return o, shas
         hashes = ConversationDigest().message_shas(messages)
         # Equal by hash but not by ``==`` (a tuple for a list, SDK objects): still the same conversation.
         return next((o for o in self._open if extends(o.hashes, hashes)), None), hashes
@@ -224,27 +231,29 @@ class ClientInstrumentor:
             # The SDK's response as plain data once, for both the span and the implicit run's step.
             if message is not None:
                 message = self.dialect.plain(message)
+            implicit = next((o for o in self._open if o.step is call.step and o.step is not None), None)
+            text = self.dialect.text(message) if implicit is not None and message else ""
+            if text and implicit is not None and implicit.step is not None:
+                implicit.step.thought(text)  # the step is the call: on its span, before the span ends
             if error is not None:
                 call.fail(error)
             else:
                 call.response(message)
-            self._after_response(call, message, error)
+            if implicit is not None:
+                self._after_response(implicit, message, text, error)
         except Exception:  # noqa: BLE001
             log.debug("looptrace: could not end a chat span", exc_info=True)
 
-    def _after_response(self, call: LlmCall, message: Any, error: BaseException | None) -> None:
-        implicit = next((o for o in self._open if o.step is call.step and o.step is not None), None)
-        if implicit is None or implicit.step is None:
+    def _after_response(self, implicit: _Implicit, message: Any, text: str, error: BaseException | None) -> None:
+        if implicit.step is None:
             return
         d = self.dialect
         msg = message or {}
-        text = d.text(msg) if msg else ""
-        if text:
-            implicit.step.thought(text)
         uses = d.tool_uses(msg) if msg else []
-        implicit.pending = uses
-        implicit.pending_since = time.time_ns()
-        implicit.step.end()
+        step = implicit.step
+        implicit.pending = [(use_id, step.tool_call(name, args, call_id=use_id or None, call_index=index))
+                            for index, (use_id, name, args) in enumerate(uses)]
+        step.end()
         if error is not None or not uses:
             cut = bool(msg) and d.truncated(msg)
             status = "error" if error is not None or cut else "ok"
@@ -253,6 +262,21 @@ class ClientInstrumentor:
                                 ("stopped at max_tokens" if cut else None))
             with self._lock:
                 self._open.remove(implicit)
+
+    def _close_pending(self) -> None:
+        """The tool calls of runs that went no further (the agent stopped, crashed or is exiting after
+        them) stored unanswered, with no result: a result never came, and the call did happen."""
+        if os.getpid() != self._pid:
+            return  # a forked child: its parent's calls are its parent's to store
+        with self._lock:
+            pending = [call for o in self._open for _, call in o.pending]
+            for o in self._open:
+                o.pending = []
+        for call in pending:
+            try:
+                call.unanswered()
+            except Exception:  # noqa: BLE001
+                log.debug("looptrace: could not store an unanswered tool call", exc_info=True)
 
     # -- wrappers ---------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ The manual API calls three hooks (``Run(..., guard=)``, ``ToolCall.result``, ``L
 everything built on it (the Anthropic and OpenAI instrumentors' runs are manual-API runs), so there is
 one place where a guard acts: ``before_call``, which runs when a model call is opened and before its
 request can be sent. A stop records the finding as a ``guard`` event on the step whose request it
-refused, ends that step, stores the run with the rule's status and raises ``GuardTripped``; a
+refused (on the run when that step would have been the call itself: an instrumentor's, which then
+makes no step), ends that step, stores the run with the rule's status and raises ``GuardTripped``; a
 reflection returns the request with one more turn; a warning is recorded and logged.
 
 Anything that goes wrong in here other than the stop itself is logged and swallowed: a guard that
@@ -128,8 +129,13 @@ class GuardedRun:
         attrs = {k: v for k, v in data.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
         attrs["steps"] = ",".join(map(str, finding.steps))
         attrs["evidence"] = to_json(finding.evidence)
-        target = step.span if step is not None and step.span.is_recording() else self.run.span
-        target.add_event(GUARD_EVENT, attrs)
+        # A refused request that would have been a step of its own (an instrumentor's call, callstep.py)
+        # makes no step: the stop is the run's, recorded on the run with the status and reason it ends with.
+        refused = finding.action == "stop" and step is not None and not step.owns_span
+        if step is None or refused or (step.owns_span and not step.span.is_recording()):
+            self.run.span.add_event(GUARD_EVENT, attrs)
+        else:
+            step.record_event(GUARD_EVENT, attrs)
         (log.info if finding.action == "reflect" else log.warning)("%s [%s, run %s]", finding.message,
                                                                   finding.action, finding.run_id)
 

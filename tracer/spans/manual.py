@@ -160,10 +160,12 @@ class Run(_SpanScope):
         return self._steps
 
     def step(self, thought: str | None = None) -> Step:
+        return Step(self, self._next_index(), thought)
+
+    def _next_index(self) -> int:
         with self._lock:
             self._steps += 1
-            index = self._steps
-        return Step(self, index, thought)
+            return self._steps
 
     def finish(self, status: str = "ok", *, answer: str | None = None, error: str | None = None) -> None:
         """End the run with ``status`` (one of ``RUN_STATUSES``). Later calls are ignored."""
@@ -182,6 +184,8 @@ class Run(_SpanScope):
 
 class Step(_SpanScope):
     """One iteration of the loop: a ``looptrace.step`` span under the run."""
+
+    owns_span = True  # False for a step that is one model call: its span is the call's (callstep.py)
 
     def __init__(self, run: Run, index: int, thought: str | None = None) -> None:
         self.run = run
@@ -225,6 +229,10 @@ class Step(_SpanScope):
     def thought(self, text: str) -> None:
         if self.run.capture_content:
             self.span.set_attribute(c.STEP_THOUGHT, clean_text(text))
+
+    def record_event(self, name: str, attributes: Mapping[str, Any]) -> None:
+        """An event on the step's span, attributes as given (the guard's findings)."""
+        self.span.add_event(name, attributes)
 
     def event(self, name: str, **attributes: Any) -> None:
         """Record that something happened in this step (a defence fired, a retry, a reflection)."""
@@ -276,8 +284,11 @@ class ToolCall:
             attrs[c.GEN_AI_TOOL_CALL_ARGUMENTS] = to_json(args)
         if call_id:
             attrs[c.GEN_AI_TOOL_CALL_ID] = call_id
+        # A step that is one model call has no span of its own: its tool calls sit under the run, as the
+        # GenAI conventions place execute_tool spans.
+        parent = step.span if step.owns_span else step.run.span
         self.span = step.run.tracer.start_span(
-            f"{c.OP_EXECUTE_TOOL} {clean_text(tool)}", context=trace.set_span_in_context(step.span),
+            f"{c.OP_EXECUTE_TOOL} {clean_text(tool)}", context=trace.set_span_in_context(parent),
             attributes=attrs, start_time=start_time,
         )
 
@@ -311,6 +322,12 @@ class ToolCall:
             self.step.run.guard.tool_result(self.step.index, self.index, self.tool, self.args, text,
                                             bool(is_error or error_type))
 
+    def unanswered(self) -> None:
+        """End the call with no result: the run stopped (or its process exits) before one arrived."""
+        if not self.done:
+            self.done = True
+            self.span.end()
+
     def error(self, error_type: str, message: str) -> None:
         """The call failed: ``error_type`` is e.g. ``tool_not_found``, ``invalid_arguments`` or an exception name."""
         self.result(message, is_error=True, error_type=error_type)
@@ -329,7 +346,9 @@ class LlmCall:
         self.model = str(request.get("model") or "")
         self.done = False
         self.retries = 0
-        parent = step.span if step else (run.span if run else None)
+        # A step that is this call (callstep.py) takes this span as its own, under the run.
+        merged = step is not None and not step.owns_span
+        parent = step.span if step and not merged else (run.span if run else None)
         tracer = tracer or (run.tracer if run else trace.get_tracer("looptrace"))
         attrs: dict[str, Any] = {
             c.GEN_AI_OPERATION: c.OP_CHAT,
@@ -340,6 +359,8 @@ class LlmCall:
             attrs[c.RUN_ID] = run.run_id
         if step is not None:
             attrs[c.STEP_INDEX] = step.index
+            if merged:
+                attrs[c.STEP_OF_CALL] = True
         if request.get("max_tokens") is not None:
             attrs[c.GEN_AI_REQUEST_MAX_TOKENS] = int(request["max_tokens"])
         if isinstance(request.get("temperature"), (int, float)):
@@ -348,6 +369,8 @@ class LlmCall:
             f"{c.OP_CHAT} {self.model}", kind=SpanKind.CLIENT,
             context=trace.set_span_in_context(parent) if parent else None, attributes=attrs,
         )
+        if merged:
+            step.adopt(self.span)  # type: ignore[union-attr]
         self._record_request(request)
 
     def _record_request(self, request: Mapping[str, Any]) -> None:
@@ -416,9 +439,9 @@ class LlmCall:
         self.span.set_attributes(attrs)
         if self.step is not None:
             self.step.add_usage(total_in, output, cost, total_in)
-        self.span.end()
-        if self.run is not None and self.run.guard is not None:
+        if self.run is not None and self.run.guard is not None:  # before the end: its events go on the step
             self.run.guard.response(self.step, self.model, total_in, output, cost or 0.0)
+        self.span.end()
 
     def fail(self, error: BaseException | str) -> None:
         if self.done:

@@ -8,6 +8,7 @@ loses into ``export_drops`` (``tracer/export/otlp.py``).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import weakref
@@ -75,6 +76,9 @@ class Tracing:
         self.capture_content = _capture_content_from_env() if capture_content is None else capture_content
         self.redactor = redactor if redactor is not None else Redactor()
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        # Registered after the provider's own exit hook, so run before it (atexit is last in, first out).
+        self._closers: list[Callable[[], None]] = []
+        atexit.register(_weak_call(self._run_closers))
         self.exporter: DuckDBSpanExporter | None = None
         self._processor: BackpressureSpanProcessor | None = None
         if self.db is not None:
@@ -129,6 +133,18 @@ class Tracing:
         kwargs.setdefault("redact", self.redactor.value_or_same if self.redactor.enabled else None)
         return Run(self.tracer, agent, **kwargs)
 
+    def on_close(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` before the provider shuts down (``shutdown()`` or interpreter exit): spans an
+        instrumentor still holds open (tool calls awaiting a result) end while they can be stored."""
+        self._closers.append(hook)
+
+    def _run_closers(self) -> None:
+        for hook in list(self._closers):
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - telemetry never breaks the agent, even at exit
+                log.debug("looptrace: a close hook failed", exc_info=True)
+
     def flush(self) -> bool:
         return self.provider.force_flush()
 
@@ -137,6 +153,7 @@ class Tracing:
         if self._closed:
             return
         self._closed = True
+        self._run_closers()
         self.provider.shutdown()
         # After write errors the disk is likely still failing; and DuckDB is not fork-safe: a forked
         # child's copy holds the parent's open databases and their locks (a compaction there was refused,

@@ -41,6 +41,7 @@ __all__ = [
     "fsync",
     "fsync_all",
     "to_arrow",
+    "to_segment_arrow",
     "TableData",
 ]
 
@@ -130,9 +131,12 @@ def _length(data: TableData) -> int:
 
 
 def to_arrow(data: TableData, schema: pa.Schema) -> pa.Table:
-    """``data`` as an Arrow table of ``schema``: missing columns are null, unknown ones ignored."""
+    """``data`` as an Arrow table of ``schema``: missing columns are null, unknown ones ignored. An Arrow
+    table is taken as it is (the span exporter converts its rows as it prepares them, spans/pending.py)."""
     import pyarrow as pa
 
+    if isinstance(data, pa.Table):
+        return data
     if isinstance(data, Mapping):
         n = _length(data)
         return pa.Table.from_pydict({f.name: data.get(f.name, [None] * n) for f in schema}, schema=schema)
@@ -185,6 +189,16 @@ _GATE = _ForkGate()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_GATE.before_fork, after_in_parent=_GATE.after_fork_in_parent,
                         after_in_child=_GATE.after_fork_in_child)
+
+
+def to_segment_arrow(table: str, data: TableData) -> Any:
+    """``data`` as the Arrow table a segment of ``table`` holds, converted ahead of its write (the span
+    exporter converts the rows it holds as it prepares them: spans/pending.py). Inside the fork gate,
+    as a write is: the conversion runs in pyarrow too. A table no segment holds is returned as given."""
+    if table not in RECORD_TABLES:
+        return data
+    with _GATE:
+        return to_arrow(data, arrow_schema(table))
 
 
 class SegmentWriter:

@@ -245,20 +245,6 @@ class Redactor:
             return True  # a value orjson refuses (a lone surrogate, an object): look at each one
         return self._may_hold(blob, _fold(blob), self._env_escaped)
 
-    @property
-    def has_own_patterns(self) -> bool:
-        """Whether the user gave patterns of their own (which a screen of JSON text may not see)."""
-        return bool(self._own)
-
-    def may_redact_json(self, blob: str) -> bool:
-        """``may_redact`` for values the caller has already encoded as one JSON text with orjson
-        (the sink encodes whole columns at once): False only if redacting them would change nothing."""
-        if not self.enabled:
-            return False
-        if self.callback is not None:
-            return True
-        return self._may_hold(blob, _fold(blob), self._env_escaped)
-
     def leaves_alone(self, value: Any) -> bool:
         """True only if ``value(value)`` would give back a value equal to ``value`` (False when unsure).
 

@@ -1,5 +1,5 @@
 """The exporter's batch path (issue 38): spans to rows a batch at a time, the redaction screen over
-whole columns, the cyclic collector paused during an export. Each gives what the per-value path gave.
+whole columns, outcome keys over a column. Each gives what the per-value path gave.
 
 The spans come from the real writers: the loop (scripted model over loopback HTTP, traced by a real
 ``Tracing``), the manual API fed with real trajectories of the shared corpus, and a few spans built
@@ -8,10 +8,8 @@ by hand for the edges no writer makes (no context, an all-zero parent id, no att
 
 from __future__ import annotations
 
-import gc
 import json
 import random
-import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +32,6 @@ from looptrace.tracer.records.spans import PlainSpan, SpanBatch, columns_for_bat
 from looptrace.tracer.sink import Redactor
 from looptrace.tracer.sink import rows as sink_rows
 from looptrace.tracer.sink.rows import redact_tables
-from looptrace.tracer.spans.gcpause import gc_paused
 from looptrace.tracer.spans.manual import Run
 
 from .secret_corpus import corpus, env_for
@@ -216,36 +213,3 @@ def test_outcome_keys_over_a_column_equal_the_keys_value_by_value(column: Any, o
     assert column(values) == [None if v is None else one(v) for v in values]
     odd = ["x 5 ms", b"bytes", 3, None, "\ud800 a lone surrogate"]  # not text, or not encodable: no key
     assert column(odd) == [one("x 5 ms"), None, None, None, None]
-
-
-def test_the_collector_is_paused_for_an_export_and_back_after_the_last_of_several() -> None:
-    assert gc.isenabled()
-    inside = threading.Event()
-    release = threading.Event()
-
-    def other() -> None:
-        with gc_paused():
-            inside.set()
-            release.wait(10)
-
-    t = threading.Thread(target=other)
-    with gc_paused():
-        assert not gc.isenabled()
-        t.start()
-        assert inside.wait(10)
-        with gc_paused():
-            assert not gc.isenabled()
-    assert not gc.isenabled()  # the other thread's export is still under way
-    release.set()
-    t.join(10)
-    assert gc.isenabled()
-
-
-def test_a_collector_the_program_disabled_stays_disabled() -> None:
-    gc.disable()
-    try:
-        with gc_paused():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

@@ -11,14 +11,13 @@ exporter runs it for thousands of spans a second; ``rows_for_spans`` gives the s
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from operator import attrgetter
 from typing import Any
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
 
 from . import conventions as c
 from .text import clean_text, to_json
@@ -67,6 +66,10 @@ def events_of(span: ReadableSpan) -> Sequence[Event]:
 
 def from_readable(span: ReadableSpan) -> PlainSpan:
     return SpanBatch.of_readable([span]).span(0)
+
+
+_KIND_NAMES = {kind: kind.name for kind in SpanKind}
+_STATUS_NAMES = {code: code.name for code in StatusCode}
 
 
 def _iso(ns: int) -> str:
@@ -168,34 +171,23 @@ class SpanBatch:
 
     @classmethod
     def of_readable(cls, spans: Sequence[ReadableSpan]) -> SpanBatch:
-        # Every field of every span is fetched by one C-level ``attrgetter`` call and transposed by
-        # ``zip``; ids are formatted a batch at a time (a batch's spans share a few trace ids; span
-        # ids are packed and hex-encoded in one call): a comprehension per field with a Python
-        # expression per value was half of this function's cost.
-        if not spans:
-            return cls(*([] for _ in _FIELDS))
-        (contexts, parents, names, kinds, starts, ends, statuses, resources, scopes, attributes,
-         events) = zip(*map(_READABLE_FIELDS, spans))
-        trace_ids, span_ids = _ids(contexts)
-        parent_ids: list[str | None] = [None] * len(spans)
-        have = [i for i, p in enumerate(parents) if p]
-        for i, h in zip(have, _hex64([parents[i].span_id for i in have])):
-            parent_ids[i] = h
-        codes, descriptions = zip(*map(_STATUS_FIELDS, statuses))
+        contexts = [s.context for s in spans]
+        parents = [s.parent for s in spans]
+        statuses = [s.status for s in spans]
+        scopes = [s.instrumentation_scope for s in spans]
         return cls(
-            _hex128(trace_ids),
-            _hex64(span_ids),
-            parent_ids,
-            list(names),
-            [k._name_ for k in kinds],
-            list(starts),
-            list(ends),
-            [x._name_ for x in codes],
-            list(descriptions),
-            # Ended spans' attributes are immutable: the plain dict behind them is shared (``attributes_of``).
-            [getattr(a, "_dict", None) or dict(s.attributes or {}) for a, s in zip(attributes, spans)],
-            [_plain_events(e) if e else () for e in events],
-            [r.attributes if r else {} for r in resources],
+            ["%032x" % x.trace_id if x else "" for x in contexts],
+            ["%016x" % x.span_id if x else "" for x in contexts],
+            ["%016x" % x.span_id if x else None for x in parents],
+            [s.name for s in spans],
+            [_KIND_NAMES[s.kind] for s in spans],
+            [s.start_time for s in spans],
+            [s.end_time for s in spans],
+            [_STATUS_NAMES[x.status_code] for x in statuses],
+            [x.description for x in statuses],
+            [attributes_of(s) for s in spans],
+            [_plain_events(events_of(s)) for s in spans],
+            [s.resource.attributes if s.resource else {} for s in spans],
             [x.name if x else None for x in scopes],
         )
 
@@ -211,33 +203,6 @@ class SpanBatch:
 
 
 _FIELDS = tuple(PlainSpan.__dataclass_fields__)
-_READABLE_FIELDS = attrgetter("context", "parent", "name", "kind", "start_time", "end_time", "status", "resource",
-                              "instrumentation_scope", "_attributes", "_events")
-_STATUS_FIELDS = attrgetter("status_code", "description")
-_NO_CONTEXT = (None, None)
-_CONTEXT_IDS = attrgetter("trace_id", "span_id")
-
-
-def _ids(contexts: Sequence[Any]) -> tuple[Sequence[int | None], Sequence[int | None]]:
-    """Trace and span ids (None for a span without a context: formatted as "", as before)."""
-    if all(contexts):
-        return tuple(zip(*map(_CONTEXT_IDS, contexts)))  # type: ignore[return-value]
-    return tuple(zip(*(_CONTEXT_IDS(x) if x else _NO_CONTEXT for x in contexts)))  # type: ignore[return-value]
-
-
-def _hex64(ids: Sequence[int | None]) -> list[str]:
-    """Span ids as 16 hex digits, a batch at a time ("" for None: no context)."""
-    try:
-        text = struct.pack(f">{len(ids)}Q", *ids).hex()
-    except struct.error:  # None, or not a 64-bit unsigned int: one by one, as before
-        return ["" if x is None else "%016x" % x for x in ids]
-    return [text[i : i + 16] for i in range(0, len(text), 16)]
-
-
-def _hex128(ids: Sequence[int | None]) -> list[str]:
-    """Trace ids as 32 hex digits ("" for None): a batch holds a few traces, each formatted once."""
-    text = {x: "" if x is None else "%032x" % x for x in set(ids)}
-    return list(map(text.__getitem__, ids))
 
 
 def _plain_events(events: Sequence[Event]) -> Sequence[dict[str, Any]]:

@@ -25,7 +25,6 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from ..records.spans import SpanBatch, columns_for_batch
 from ..sink import Redactor, Sink
 from .forking import at_fork
-from .gcpause import gc_paused
 from .pending import PendingRows
 
 __all__ = ["DuckDBSpanExporter"]
@@ -72,13 +71,12 @@ class DuckDBSpanExporter(SpanExporter):
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            with gc_paused():
-                prepared = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
-                with self._write_lock:
-                    self._pending.add(prepared, n)
-                    due = self._pending.spans >= self.write_spans or self._pending.age() >= self.write_delay
-                if due and not self.write_pending():
-                    return SpanExportResult.FAILURE
+            prepared = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
+            with self._write_lock:
+                self._pending.add(prepared, n)
+                due = self._pending.spans >= self.write_spans or self._pending.age() >= self.write_delay
+            if due and not self.write_pending():
+                return SpanExportResult.FAILURE
             return SpanExportResult.SUCCESS
         except Exception as exc:  # noqa: BLE001 - telemetry must never raise into the agent
             self._failed(n, f"{type(exc).__name__}: {exc}")
@@ -97,8 +95,7 @@ class DuckDBSpanExporter(SpanExporter):
                 return True
             tables, n = self._pending.take()
             try:
-                with gc_paused():  # see gcpause.py: the Arrow conversion allocates as much as the mapping
-                    self.sink.write_prepared(tables)
+                self.sink.write_prepared(tables)
             except Exception as exc:  # noqa: BLE001 - telemetry must never raise into the agent
                 self._failed(n, f"{type(exc).__name__}: {exc}")
                 return False

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
@@ -26,7 +26,7 @@ from looptrace.loop.model import AnthropicModel
 from looptrace.loop.scripted import SCRIPTED_MODEL, Script, act, finish
 from looptrace.loop.server import MessagesServer
 from looptrace.loop.tools import Tool
-from looptrace.tracer import Tracing
+from looptrace.tracer import DuckDBSpanExporter, Tracing
 from looptrace.tracer.records.actions import near_observation_key, near_observation_keys, progress_key, progress_keys
 from looptrace.tracer.records.spans import PlainSpan, SpanBatch, columns_for_batch
 from looptrace.tracer.sink import Redactor
@@ -34,6 +34,7 @@ from looptrace.tracer.sink import rows as sink_rows
 from looptrace.tracer.sink.rows import redact_tables
 from looptrace.tracer.spans.manual import Run
 
+from .conftest import query
 from .secret_corpus import corpus, env_for
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -213,3 +214,19 @@ def test_outcome_keys_over_a_column_equal_the_keys_value_by_value(column: Any, o
     assert column(values) == [None if v is None else one(v) for v in values]
     odd = ["x 5 ms", b"bytes", 3, None, "\ud800 a lone surrogate"]  # not text, or not encodable: no key
     assert column(odd) == [one("x 5 ms"), None, None, None, None]
+
+
+def test_a_users_anchored_or_multi_line_pattern_is_applied_to_what_reaches_the_store(db: Path) -> None:
+    # The batch screen tried a user's patterns on the batch's JSON text, where ``^...$`` never
+    # matches and a newline is written as two characters: the batch was cleared and these values were
+    # stored as they came, though ``Redactor.text`` redacts each of them.
+    redactor = Redactor(env={}, extra_patterns={"ticket": r"^TK[0-9]{6}$", "pair": r"alpha\nomega"})
+    provider, memory = _memory_provider()
+    with Run(provider.get_tracer("t"), "agent") as run:
+        for text in ("TK123456", "alpha\nomega", "nothing here"):
+            with run.step("plain") as step, step.tool_call("ls", {"path": "."}) as call:
+                call.result(text)
+    exporter = DuckDBSpanExporter(db, redactor=redactor)
+    assert exporter.export(memory.get_finished_spans()) is SpanExportResult.SUCCESS
+    stored = query(db, "SELECT observation FROM tool_call_records ORDER BY step")
+    assert stored == [("[REDACTED:ticket]",), ("[REDACTED:pair]",), ("nothing here",)]

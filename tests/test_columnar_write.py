@@ -27,7 +27,8 @@ from looptrace.loop.scripted import SCRIPTED_MODEL, Script, act, finish
 from looptrace.loop.server import MessagesServer
 from looptrace.loop.tools import Tool
 from looptrace.tracer import DuckDBSpanExporter, Tracing
-from looptrace.tracer.records.actions import near_observation_key, near_observation_keys, progress_key, progress_keys
+from looptrace.tracer.records.actions import (near_observation_key, near_observation_keys, progress_key,
+                                              progress_keys)
 from looptrace.tracer.records.spans import PlainSpan, SpanBatch, columns_for_batch
 from looptrace.tracer.sink import Redactor
 from looptrace.tracer.sink import rows as sink_rows
@@ -48,7 +49,8 @@ def _reference(span: ReadableSpan) -> PlainSpan:
     """The per-value conversion that ``SpanBatch.of_readable`` replaced, span by span, through the
     SDK's public properties only."""
     ctx, parent, scope = span.context, span.parent, span.instrumentation_scope
-    events = [{"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})} for e in span.events]
+    events = [{"name": e.name, "time": _iso(e.timestamp), "attributes": dict(e.attributes or {})}
+              for e in span.events]
     return PlainSpan(
         trace_id="%032x" % ctx.trace_id if ctx else "",
         span_id="%016x" % ctx.span_id if ctx else "",
@@ -87,12 +89,12 @@ def _schema(**properties: dict[str, Any]) -> dict[str, Any]:
 def test_the_loops_spans_map_to_the_rows_the_per_value_conversion_made(db: Path) -> None:
     echo = Tool("echo", "Echo.", _schema(text={"type": "string"}), lambda text: f"echo: {text} ✓")
     boom = Tool("boom", "Fails.", _schema(), lambda: 1 / 0)
-    script = [act("echo", {"text": "first"}, thought="Let me look."), act("boom", {}), act("echo", {"text": "é"}),
-              finish("done")]
+    script = [act("echo", {"text": "first"}, thought="Let me look."), act("boom", {}),
+              act("echo", {"text": "é"}), finish("done")]
     memory = InMemorySpanExporter()
     with MessagesServer(Script({"task": script})) as server:
         tracing = Tracing(db)
-        tracing.provider.add_span_processor(SimpleSpanProcessor(memory))  # the spans the store's exporter gets
+        tracing.provider.add_span_processor(SimpleSpanProcessor(memory))  # what the store's exporter gets
         try:
             model = AnthropicModel(SCRIPTED_MODEL, base_url=server.base_url, api_key="x")
             Agent(model, [echo, boom], tracing).run("task")
@@ -155,16 +157,19 @@ def _batch_with_secrets(planted: Sequence[str], clean: int) -> dict[str, Any]:
 
 
 def _without_times(tables: dict[str, Any]) -> dict[str, Any]:
-    manifest = [{k: v for k, v in r.items() if k != "recorded_at"} for r in tables.get("redaction_records", [])]
+    manifest = [{k: v for k, v in r.items() if k != "recorded_at"}
+                for r in tables.get("redaction_records", [])]
     return {**tables, "redaction_records": manifest}
 
 
-def test_the_column_screen_redacts_exactly_what_redacting_every_value_does(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_column_screen_redacts_exactly_what_redacting_every_value_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     secrets = corpus()
     env = env_for(secrets)
     batch = _batch_with_secrets([p.text for p in secrets], clean=40)
     screened = redact_tables(batch, Redactor(env=env))
-    monkeypatch.setattr(sink_rows, "_may_redact", lambda redactor, columns: True)  # every column, value by value
+    # The reference: every column redacted value by value.
+    monkeypatch.setattr(sink_rows, "_may_redact", lambda redactor, columns: True)
     everything = redact_tables(batch, Redactor(env=env))
     assert _without_times(screened) == _without_times(everything)
     assert screened["redaction_records"]  # the batch did hold secrets
@@ -208,7 +213,8 @@ def _observations() -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize(("column", "one"), [(progress_keys, progress_key), (near_observation_keys, near_observation_key)])
+@pytest.mark.parametrize(("column", "one"),
+                         [(progress_keys, progress_key), (near_observation_keys, near_observation_key)])
 def test_outcome_keys_over_a_column_equal_the_keys_value_by_value(column: Any, one: Any) -> None:
     values = _observations()
     assert column(values) == [None if v is None else one(v) for v in values]

@@ -220,7 +220,8 @@ class Redactor:
             told = self._tell_re.search(folded) is not None
         else:
             told = self._screen.any(folded)
-        return told or any(v in text for v in env_values) or (own and any(r.regex.search(text) for r in self._own))
+        return told or any(v in text for v in env_values) or \
+            (own and any(r.regex.search(text) for r in self._own))
 
     def _present(self, folded: str) -> set[str]:
         """The tells in ``folded``, found in one pass."""

@@ -91,7 +91,7 @@ def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
     # Each distinct text is screened once: whether a rule can match depends on the text alone, and
     # a batch repeats many (every span's resource, span names, tool names, resent outputs), so
     # the text encoded, case-folded and scanned shrank by half on the store_write bench's batches.
-    texts: dict[str, None] = {}  # a dict, not a set: the same order every run
+    texts: dict[str | None, None] = {}  # a dict, not a set: the same order every run
     for values in column_lists:
         kinds = set(map(type, values))
         if not kinds <= _SCALARS | {str}:
@@ -102,7 +102,7 @@ def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
             texts.update(dict.fromkeys(values))
         else:
             texts.update(dict.fromkeys(v for v in values if type(v) is str))
-    texts.pop(None, None)  # type: ignore[call-overload]
+    texts.pop(None, None)
     return redactor.may_redact([], filter(None, texts))  # an empty text holds no secret either
 
 

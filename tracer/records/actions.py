@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -29,7 +29,7 @@ from .text import canonical_json
 __all__ = [
     "call_action", "call_key", "step_key", "observation_key", "same_observation", "STEP_ACTION_KEY_SQL",
     "OBSERVATION_KEY_SQL", "progress_key", "PROGRESS_KEY_SQL", "VOLATILE",
-    "near_observation_key", "NEAR_OBSERVATION_KEY_SQL",
+    "near_observation_key", "NEAR_OBSERVATION_KEY_SQL", "progress_keys", "near_observation_keys",
 ]
 
 
@@ -146,3 +146,45 @@ def near_observation_key(observation: str | None) -> str | None:
 # observations) both keys together cost about 1.5 s more than a plain md5.
 PROGRESS_KEY_SQL = f"md5(regexp_replace(observation, '{_VOLATILE_RE}', '~', 'g'))"
 NEAR_OBSERVATION_KEY_SQL = f"md5(regexp_replace(observation, '{_NUMBERS_RE}', '', 'g'))"
+
+
+# The same two keys for a whole column at once (the sink keys every batch of tool calls it writes): one
+# regex pass over the column in RE2 through Arrow, the engine the SQL forms above run in (the patterns
+# are written for both), then an md5 per value. Python's engine costs a call and a match setup per value.
+def progress_keys(observations: Sequence[object]) -> list[str | None]:
+    """``progress_key`` of each observation (None for a value that is not text)."""
+    return _column_keys(observations, _VOLATILE_RE, "~", progress_key)
+
+
+def near_observation_keys(observations: Sequence[object]) -> list[str | None]:
+    """``near_observation_key`` of each observation (None for a value that is not text)."""
+    return _column_keys(observations, _NUMBERS_RE, "", near_observation_key)
+
+
+def _column_keys(observations: Sequence[object], pattern: str, replacement: str,
+                 one: Callable[[str | None], str | None]) -> list[str | None]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not set(map(type, observations)) <= _TEXT_OR_NONE:  # Arrow would take bytes as text
+        return [_one_key(one, o) for o in observations]
+    try:
+        column = pa.array(observations, type=pa.string())
+    except (pa.ArrowException, UnicodeError):  # a lone surrogate: one value at a time
+        return [_one_key(one, o) for o in observations]
+    masked = pc.replace_substring_regex(column, pattern=pattern, replacement=replacement).to_pylist()
+    return [None if m is None else _md5(m) for m in masked]
+
+
+_TEXT_OR_NONE = frozenset({str, type(None)})
+
+
+def _one_key(one: Callable[[str | None], str | None], observation: object) -> str | None:
+    # A value that is not text, or text that cannot be encoded, gets no key: the analyzer computes a
+    # missing key itself, and a write never fails for want of one.
+    if not isinstance(observation, str):
+        return None
+    try:
+        return one(observation)
+    except (UnicodeError, ValueError):
+        return None

@@ -205,7 +205,8 @@ class Redactor:
             _count(hits, path, rule.name)
         return "".join(out) + value[last:] if out else value
 
-    def _may_hold(self, text: str, folded: str | None = None, env_values: Iterable[str] | None = None) -> bool:
+    def _may_hold(self, text: str, folded: str | None = None, env_values: Iterable[str] | None = None,
+                  own: bool = True) -> bool:
         """False only if no rule, secret key name or env secret can match in ``text``.
 
         Regular expressions that do not start with a literal scan at a few MB/s, so a 10 MB tool
@@ -219,7 +220,8 @@ class Redactor:
             told = self._tell_re.search(folded) is not None
         else:
             told = self._screen.any(folded)
-        return told or any(v in text for v in env_values) or any(r.regex.search(text) for r in self._own)
+        return told or any(v in text for v in env_values) or \
+            (own and any(r.regex.search(text) for r in self._own))
 
     def _present(self, folded: str) -> set[str]:
         """The tells in ``folded``, found in one pass."""
@@ -232,18 +234,36 @@ class Redactor:
             return False
         if self.callback is not None:
             return True  # the callback may change any text
-        if any(is_secret_key(k) for k in set().union(*attribute_maps).difference(SAFE_KEYS)):
+        keys = set().union(*attribute_maps)
+        if any(is_secret_key(k) for k in keys.difference(SAFE_KEYS)):
             return True
         try:
             # Every value at once, as one JSON text: encoding in C is far cheaper than visiting the
             # values in Python. Escaping leaves the tells alone (letters, digits, "-", "_", ":",
-            # "/", space); env values are looked for as escaped. Keys inside JSON text are in it.
+            # "/", space); env values are looked for as escaped. Keys inside JSON text are in it;
+            # the maps' own keys are added (``attributes`` redacts a key as text too).
             values = list(chain.from_iterable(m.values() for m in attribute_maps))
             values.extend(t for t in texts if t)
+            values.extend(keys)
             blob = orjson.dumps(values).decode()
         except TypeError:
             return True  # a value orjson refuses (a lone surrogate, an object): look at each one
-        return self._may_hold(blob, _fold(blob), self._env_escaped)
+        if self._own and self._own_may_match(values):
+            return True
+        return self._may_hold(blob, _fold(blob), self._env_escaped, own=False)
+
+    def _own_may_match(self, values: Iterable[Any]) -> bool:
+        """The user's patterns tried on each text as it is, not on the batch's JSON text: there an
+        anchored pattern (``^TK[0-9]+$``) or one that matches a newline or a quote never matched,
+        the batch was cleared, and the values went to the store unredacted."""
+        for value in values:
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, str):
+                    if any(rule.regex.search(item) for rule in self._own):
+                        return True
+                elif not (item is None or isinstance(item, (bool, int, float))):
+                    return True  # something else: looked at value by value
+        return False
 
     def leaves_alone(self, value: Any) -> bool:
         """True only if ``value(value)`` would give back a value equal to ``value`` (False when unsure).

@@ -88,7 +88,10 @@ _SCALARS = frozenset({type(None), bool, int, float, datetime})
 def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
     # Column by column, by the handful of types a column holds, so that the loop over each value runs
     # in C: an isinstance test per value was a third of the sink's CPU for a batch of 8,192 spans.
-    texts: list[str] = []
+    # Each distinct text is screened once: whether a rule can match depends on the text alone, and
+    # a batch repeats many (every span's resource, span names, tool names, resent outputs), so
+    # the text encoded, case-folded and scanned shrank by half on the store_write bench's batches.
+    texts: dict[str | None, None] = {}  # a dict, not a set: the same order every run
     for values in column_lists:
         kinds = set(map(type, values))
         if not kinds <= _SCALARS | {str}:
@@ -96,10 +99,11 @@ def _may_redact(redactor: Redactor, column_lists: Any) -> bool:
         if str not in kinds:
             continue
         if kinds <= {str, type(None)}:
-            texts.extend(filter(None, values))  # an empty text holds no secret either
+            texts.update(dict.fromkeys(values))
         else:
-            texts.extend(v for v in values if type(v) is str)
-    return redactor.may_redact([], texts)
+            texts.update(dict.fromkeys(v for v in values if type(v) is str))
+    texts.pop(None, None)
+    return redactor.may_redact([], filter(None, texts))  # an empty text holds no secret either
 
 
 def _manifest_rows(table: str, cols: Mapping[str, list[Any]], i: int, hits: Hits, now: datetime

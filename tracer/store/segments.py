@@ -213,6 +213,7 @@ class SegmentWriter:
 
     def __init__(self, store_path: str | os.PathLike[str], *, durable: bool = True) -> None:
         import pyarrow as pa
+        import pyarrow.compute  # noqa: F401 - the sink's outcome keys (records/actions.py); as below
         import pyarrow.parquet  # noqa: F401 - see above: never first imported on a writing thread
 
         # pyarrow's first conversion of Python values imports pandas (if installed: ~0.6 s) holding a

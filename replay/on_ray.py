@@ -5,9 +5,14 @@ started only when a task of the job asks for one. Each worker then starts Ray's 
 0.5 s of CPU) and imports DuckDB, pyarrow and the analyzer before its first partition: seconds of
 wall time on a busy machine. Left to the first task, that start-up begins only after the driver has
 opened the catalog and planned the partitions (measured, docs/scale.md). So the
-driver connects first and asks each CPU of the cluster at once for a warm-up task that does those
-imports (``_warm_up``); the workers start while the driver opens the catalog and plans. The work is the
-same and still inside the command the user waits for; it only overlaps instead of queueing.
+driver connects first (this module imports only Ray: ``analyze`` calls it before its own imports) and
+asks each CPU of the cluster at once for a warm-up task that does those imports (``_warm_up``); the
+workers start while the driver imports, opens the catalog and plans. The work is the same and still
+inside the command the user waits for; it only overlaps instead of queueing. What the driver has
+done already, the workers are spared: the store's table types, which the driver described when it
+opened the catalog, go to every task (``use_described``) instead of a migration in each worker.
+Partitions are submitted largest first: a worker takes the next as it finishes one, so the small
+ones fill the tail.
 
 Each task returns its diagnoses with its ``TaskTiming``: worker, the worker process's start, the
 task's start and end, its CPU and the worker's CPU so far; the driver adds when it submitted the

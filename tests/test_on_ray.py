@@ -49,3 +49,10 @@ def test_a_worker_uses_its_drivers_table_types_and_does_not_migrate() -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [["run_id", "VARCHAR"], ["given", "BIGINT"]]
     assert ("given", "BIGINT") not in table_columns("run_records")  # this process's own is untouched
+
+
+def test_the_warm_up_imports_the_module_of_the_task_function() -> None:
+    from looptrace.replay.on_ray import ANALYSIS_MODULE
+    from looptrace.replay.partitioned import analyze_partition
+
+    assert ANALYSIS_MODULE == analyze_partition.__module__

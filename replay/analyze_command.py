@@ -33,7 +33,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
         try:
             connect(args.ray)
-        except (StoreError, ConnectionError) as exc:
+        except (StoreError, ValueError, OSError) as exc:  # as the analysis's own errors below
             print(f"error: {exc}", file=sys.stderr)
             return 1
 

@@ -12,7 +12,8 @@ so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, defau
 
 A kill between 1 and 2, or in the middle of 1, leaves spans open that the catalog holds, whole or
 in part; so does a write that failed in the middle of 1 (the catalog's database restarting, the
-warehouse full), which the receiver retries: its traces are treated as taken back too. The next receiver on that journal takes them back and writes their traces again; this
+warehouse full), which the receiver retries: those of its traces the journal holds open (asked when
+they are written again, not at the failure) are treated as taken back too. The next receiver on that journal takes them back and writes their traces again; this
 writer, told which traces were open at start (``retaken``: the journal's, read by the caller, since
 the store layer does not read the receiver's journal), first removes whatever the catalog has of those traces (``delete_runs``: their runs and
 their spans), so every run ends up in the catalog once. Run ids are derived from the trace, so the

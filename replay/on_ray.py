@@ -122,6 +122,21 @@ def _largest_first(parts: list[Mapping[str, Sequence[str]]]) -> list[Mapping[str
     return sorted(parts, key=size, reverse=True)
 
 
+def _nothing_answers(address: str, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at ``address`` when it is a cluster's ``host:port``, else None (something
+    answered, or it is ``auto`` or ``ray://...``, which Ray resolves itself)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return None
+    import socket
+
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        return f"nothing answers there: {exc.strerror or exc}"
+    return None
+
+
 def connect(address: str, module: str = ANALYSIS_MODULE) -> None:
     """Connect to the cluster at ``address`` (``auto``: RAY_ADDRESS, else the one ``ray start`` runs
     here) and start warming one worker per CPU (importing ``module``, where the task's function
@@ -136,13 +151,18 @@ def connect(address: str, module: str = ANALYSIS_MODULE) -> None:
     if not ray.is_initialized():
         # "auto": RAY_ADDRESS, else the cluster `ray start` runs on this machine.
         target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address  # set but empty: unset
+        # Ray retries an address where nothing answers for minutes (still at it after 120 s here; 20 tries of
+        # ~40 s each): ask it once first.
+        refused = _nothing_answers(target)
         try:
+            if refused is not None:
+                raise ConnectionError(refused)
             ray.init(address=target, logging_level="WARNING", log_to_driver=False, configure_logging=False)
         except ConnectionError as exc:
             # Ray's own message tells the user to set an `--address` flag, which is Ray's, not ours.
             from looptrace.tracer.store.iceberg import CatalogError
 
-            where = (f"at {target}" if target != "auto" else
+            where = (f"at {target}" + (f" ({refused})" if refused else "") if target != "auto" else
                      "(RAY_ADDRESS is not set and no `ray start` cluster runs on this machine)")
             raise CatalogError(f"--ray {address}: no Ray cluster found {where}. Start one with `ray start --head`, "
                                "give its address with --ray ADDRESS or RAY_ADDRESS, or leave --ray out to analyse "

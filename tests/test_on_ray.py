@@ -56,3 +56,23 @@ def test_the_warm_up_imports_the_module_of_the_task_function() -> None:
     from looptrace.replay.partitioned import analyze_partition
 
     assert ANALYSIS_MODULE == analyze_partition.__module__
+
+
+def test_an_address_where_nothing_answers_is_said_at_once_not_retried_for_minutes() -> None:
+    import socket
+    import time
+
+    import pytest
+
+    pytest.importorskip("ray")
+    from looptrace.replay.on_ray import connect
+    from looptrace.tracer.store.iceberg import CatalogError
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(CatalogError, match=rf"--ray 127.0.0.1:{port}: no Ray cluster found at 127.0.0.1:{port} "
+                                           r"\(nothing answers there: Connection refused\)"):
+        connect(f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 60  # Ray alone was still trying after 120 s (it makes 20 tries of ~40 s)

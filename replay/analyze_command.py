@@ -21,8 +21,23 @@ __all__ = ["register"]
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from looptrace.tracer.export.source import open_source
     from looptrace.tracer.store import Store, StoreError
+
+    if args.ray and not args.catalog:
+        print("error: --ray analyses an Iceberg catalog's partitions: give --catalog NAME", file=sys.stderr)
+        return 2
+    if args.ray and not args.run:
+        # First, before this command's own imports (DuckDB, pyarrow, the analyzer, pyiceberg): the
+        # cluster's workers start while this process imports, opens the catalog and plans (on_ray.py).
+        from .on_ray import connect
+
+        try:
+            connect(args.ray)
+        except (StoreError, ValueError, OSError) as exc:  # as the analysis's own errors below
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+
+    from looptrace.tracer.export.source import open_source
     from looptrace.tracer.cli.progress import Progress
     from looptrace.tracer.store.backend import store_target
 
@@ -30,15 +45,8 @@ def _analyze(args: argparse.Namespace) -> int:
     from .analyzer import analyze_store, load_thresholds
     from .analyzer.thresholds import Thresholds
 
-    if args.ray and not args.catalog:
-        print("error: --ray analyses an Iceberg catalog's partitions: give --catalog NAME", file=sys.stderr)
-        return 2
     try:
         thresholds = load_thresholds(args.config, **{f.name: getattr(args, f.name) for f in fields(Thresholds)})
-        if args.ray and not args.run:
-            from .partitioned import connect_ray
-
-            connect_ray(args.ray)  # first: the workers start while the catalog opens and plans (on_ray.py)
         source = open_source(store_target(args))  # a Parquet export is analysed without writing diagnoses
         if args.catalog and not args.run:
             from .partitioned import analyze_catalog

@@ -5,9 +5,14 @@ started only when a task of the job asks for one. Each worker then starts Ray's 
 0.5 s of CPU) and imports DuckDB, pyarrow and the analyzer before its first partition: seconds of
 wall time on a busy machine. Left to the first task, that start-up begins only after the driver has
 opened the catalog and planned the partitions (measured, docs/scale.md). So the
-driver connects first and asks each CPU of the cluster at once for a warm-up task that does those
-imports (``_warm_up``); the workers start while the driver opens the catalog and plans. The work is the
-same and still inside the command the user waits for; it only overlaps instead of queueing.
+driver connects first (this module imports only Ray: ``analyze`` calls it before its own imports) and
+asks each CPU of the cluster at once for a warm-up task that does those imports (``_warm_up``); the
+workers start while the driver imports, opens the catalog and plans. The work is the same and still
+inside the command the user waits for; it only overlaps instead of queueing. What the driver has
+done already, the workers are spared: the store's table types, which the driver described when it
+opened the catalog, go to every task (``use_described``) instead of a migration in each worker.
+Partitions are submitted largest first: a worker takes the next as it finishes one, so the small
+ones fill the tail.
 
 Each task returns its diagnoses with its ``TaskTiming``: worker, the worker process's start, the
 task's start and end, its CPU and the worker's CPU so far; the driver adds when it submitted the
@@ -21,16 +26,22 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .analyzer.analyze import RunDiagnoses
-from .analyzer.thresholds import Thresholds
+if TYPE_CHECKING:  # not imported here: the command connects before it imports DuckDB, pyarrow or the analyzer
+    from looptrace.tracer.store.parquet_views import Described
 
-__all__ = ["RAY_HINT", "TaskTiming", "connect", "run_tasks"]
+    from .analyzer.analyze import RunDiagnoses
+    from .analyzer.thresholds import Thresholds
+
+    # partitioned.analyze_partition, given by the caller (this module does not import it: no cycle).
+    Analyze = Callable[..., list[RunDiagnoses]]
+
+__all__ = ["ANALYSIS_MODULE", "RAY_HINT", "TaskTiming", "connect", "run_tasks"]
 
 RAY_HINT = "--ray needs Ray: install the scale extra: pip install 'looptrace[scale]'"
-# partitioned.analyze_partition, given by the caller (this module does not import it: no cycle).
-Analyze = Callable[..., list[RunDiagnoses]]
+# Where the task's function lives: what a warm-up imports, by name (the driver need not have imported it).
+ANALYSIS_MODULE = "looptrace.replay.partitioned"
 # The worker processes this driver asked to warm, and when: once per job.
 _warming: dict[str, Any] = {}
 
@@ -67,29 +78,70 @@ def _timing(started: float, cpu: float, runs: int, warm_up: bool = False) -> Tas
                       time.process_time() - cpu, time.process_time(), runs, warm_up)
 
 
-def _warm_up(analyze: Analyze) -> TaskTiming:
-    """What a worker needs before its first partition: the imports (unpickling ``analyze`` imported
-    its module, the analyzer with it), the store's table types, and DuckDB's first connection."""
+def _warm_up(module: str) -> TaskTiming:
+    """What a worker needs before its first partition: the imports (the analysis module, the analyzer
+    with it, DuckDB and pyarrow) and DuckDB's first connection. Not the store's table types: the first
+    task takes its driver's (``_partition``)."""
     started, cpu = time.time(), time.process_time()
+    import importlib
+
     import duckdb
 
-    from looptrace.tracer.store.iceberg import session  # noqa: F401 - imported to be loaded: the views' types
-
+    importlib.import_module(module)
     duckdb.connect().close()
     return _timing(started, cpu, 0, warm_up=True)
 
 
-def _partition(analyze: Analyze, files: Mapping[str, Sequence[str]],
-               thresholds: Thresholds) -> tuple[list[RunDiagnoses], TaskTiming]:
-    """The Ray task: ``analyze`` (``partitioned.analyze_partition`` itself) on one partition, one CPU, timed."""
+def _partition(analyze: Analyze, files: Mapping[str, Sequence[str]], thresholds: Thresholds,
+               described: Described) -> tuple[list[RunDiagnoses], TaskTiming]:
+    """The Ray task: ``analyze`` (``partitioned.analyze_partition`` itself) on one partition, one CPU, timed.
+    ``described`` is the store's table types as the driver described them: a worker that took them
+    spares the migration that describes them (same looptrace everywhere, docs/scale.md)."""
     started, cpu = time.time(), time.process_time()
+    from looptrace.tracer.store.parquet_views import use_described
+
+    use_described(described)
     results = analyze(files, thresholds, threads=1)
     return results, _timing(started, cpu, len(results))
 
 
-def connect(address: str, analyze: Analyze) -> None:
+def _largest_first(parts: list[Mapping[str, Sequence[str]]]) -> list[Mapping[str, Sequence[str]]]:
+    """The partitions by the size of their data files, largest first. A leased worker takes the next
+    task in submission order as it finishes one, so the small ones come last and fill the gaps: the
+    workers end closer together (the tail is one small partition, not whichever came last)."""
+    def size(files: Mapping[str, Sequence[str]]) -> int:
+        total = 0
+        for paths in files.values():
+            for path in paths:
+                try:
+                    total += os.path.getsize(path)
+                except OSError:  # not visible from the driver: unknown, ordered last
+                    pass
+        return total
+
+    return sorted(parts, key=size, reverse=True)
+
+
+def _nothing_answers(address: str, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at ``address`` when it is a cluster's ``host:port``, else None (something
+    answered, or it is ``auto`` or ``ray://...``, which Ray resolves itself)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return None
+    import socket
+
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        return f"nothing answers there: {exc.strerror or exc}"
+    return None
+
+
+def connect(address: str, module: str = ANALYSIS_MODULE) -> None:
     """Connect to the cluster at ``address`` (``auto``: RAY_ADDRESS, else the one ``ray start`` runs
-    here) and start warming one worker per CPU; returns at once. Called again, it does nothing."""
+    here) and start warming one worker per CPU (importing ``module``, where the task's function
+    lives); returns at once. Called again, it does nothing. It imports only Ray, so a command can
+    call it first, before its own imports: the workers start the sooner."""
     try:
         import ray
     except ImportError:
@@ -99,13 +151,18 @@ def connect(address: str, analyze: Analyze) -> None:
     if not ray.is_initialized():
         # "auto": RAY_ADDRESS, else the cluster `ray start` runs on this machine.
         target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address  # set but empty: unset
+        # Ray retries an address where nothing answers for minutes (still at it after 120 s here; 20 tries of
+        # ~40 s each): ask it once first.
+        refused = _nothing_answers(target)
         try:
+            if refused is not None:
+                raise ConnectionError(refused)
             ray.init(address=target, logging_level="WARNING", log_to_driver=False, configure_logging=False)
         except ConnectionError as exc:
             # Ray's own message tells the user to set an `--address` flag, which is Ray's, not ours.
             from looptrace.tracer.store.iceberg import CatalogError
 
-            where = (f"at {target}" if target != "auto" else
+            where = (f"at {target}" + (f" ({refused})" if refused else "") if target != "auto" else
                      "(RAY_ADDRESS is not set and no `ray start` cluster runs on this machine)")
             raise CatalogError(f"--ray {address}: no Ray cluster found {where}. Start one with `ray start --head`, "
                                "give its address with --ray ADDRESS or RAY_ADDRESS, or leave --ray out to analyse "
@@ -119,7 +176,7 @@ def connect(address: str, analyze: Analyze) -> None:
     submitted = time.time()
     # One per CPU, on its node (soft: a node gone meanwhile sends it elsewhere), so every worker the
     # partitions will use starts now; Ray keeps a job's idle workers for its next tasks.
-    refs = [warm.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)).remote(analyze)
+    refs = [warm.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)).remote(module)
             for node in ray.nodes() if node.get("Alive")
             for _ in range(int(node.get("Resources", {}).get("CPU", 0)))]
     _warming.clear()
@@ -131,12 +188,16 @@ def run_tasks(analyze: Analyze, parts: list[Mapping[str, Sequence[str]]], thresh
     """``analyze`` as one task per partition on the cluster; the diagnoses, and what ``EngineRun`` reports."""
     import ray
 
-    connect(address, analyze)
+    from looptrace.tracer.store.parquet_views import described_tables
+
+    connect(address, analyze.__module__)
+    described = ray.put(described_tables())  # this process described them already: its catalog's session types
     # SPREAD: Ray's default packs tasks onto the driver's node first and leases its worker again and again, so on
     # two one-CPU nodes 16 short partitions split 12/4 (the last worker done 2.8 s after the first at 400,000 steps).
     task = ray.remote(num_cpus=1, max_retries=2, scheduling_strategy="SPREAD")(_partition)
+    ordered = _largest_first(parts)
     submitted = time.time()
-    pending = {task.remote(analyze, files, thresholds): i for i, files in enumerate(parts)}
+    pending = {task.remote(analyze, files, thresholds, described): i for i, files in enumerate(ordered)}
     results: list[RunDiagnoses] = []
     timings: list[TaskTiming] = []
     while pending:

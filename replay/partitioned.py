@@ -91,7 +91,7 @@ def analyze_partition(files: Mapping[str, Sequence[str]], thresholds: Thresholds
 def connect_ray(address: str) -> None:
     """Connect to the Ray cluster at ``address`` now and start its workers warming (``on_ray.py``),
     so they start while the catalog opens and plans; ``analyze_catalog`` then finds them ready."""
-    connect(address, analyze_partition)
+    connect(address, analyze_partition.__module__)
 
 
 def analyze_catalog(store: CatalogStore, *, ray: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,

@@ -176,3 +176,75 @@ def test_a_catalog_receiver_answers_while_its_catalog_commits(tmp_path: Path, mo
     assert records == (2, 2)
     assert late_run == (1,)  # the late span is under its trace's run
     assert recover(str(journal)).spans == []
+
+
+class _CutMidWrite:
+    """The real catalog, whose next append lands its ``spans`` and then loses the connection, as one
+    in flight when PostgreSQL stops; ``lagging`` is set from then until the test clears it: while it
+    is, the receiver's journal does not list the trace yet (its group commit is still on its way)."""
+
+    def __init__(self, store: CatalogStore) -> None:
+        self.store, self.cut, self.lagging = store, True, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def write(self, rows: Mapping[str, Any], tables: Any = None) -> str | None:
+        if not self.cut:
+            return self.store.write(rows, tables)
+        self.cut, self.lagging = False, True
+        self.store.write({"spans": rows["spans"]}, tables)  # landed: the commit's answer is what was lost
+        from looptrace.tracer.store.iceberg.errors import CatalogUnavailable
+
+        raise CatalogUnavailable("the catalog's database is unreachable (test: the connection was cut mid-write)")
+
+
+def test_a_write_cut_before_the_journal_lists_its_trace_is_written_over_not_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_uri: str | None
+) -> None:
+    """The flusher may take a complete trace before the group commit that journals its spans has
+    landed. If that write is cut after some of its tables committed, the journal read right at the
+    failure does not list the trace, so the retry must not trust that read: it reads the journal
+    again when it writes the trace again, and writes over what landed (the flake of the PostgreSQL
+    restart test, tests/test_catalog_faults.py, could be this)."""
+    for k, v in catalog_env(tmp_path / "catalog", NAME, catalog_uri).items():
+        monkeypatch.setenv(k, v)
+    journal = tmp_path / "journal.duckdb"
+    catalog = _CutMidWrite(CatalogStore(NAME))
+    writer = JournaledCatalogWriter(catalog, journal,  # type: ignore[arg-type]
+                                    still_open=lambda: set() if catalog.lagging else open_traces(str(journal)))
+    with OtlpReceiver(f"iceberg:{NAME}", port=None, settle=60, journal_db=journal, writer=writer) as receiver:
+        assert receiver.ingest(spans_of(request_of(lambda t: genai_agent(t, repeats=1))))  # journaled, held
+        assert not receiver.flush()  # cut: its spans landed, the rest did not; the trace is held again
+        catalog.lagging = False  # the journal's commit has landed meanwhile
+        assert receiver.flush()
+    assert _counts() == (1, 1, 2, 0)  # the spans written over, not next to the ones that landed
+    assert recover(str(journal)).spans == []
+
+
+def test_a_journal_that_cannot_be_read_when_the_trace_is_written_again_holds_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a trace of a cut write is journaled (to be written over) is not guessed: while the
+    journal cannot be read, that write fails as an OSError (the receiver holds the trace and tries
+    again) and adds nothing."""
+    for k, v in catalog_env(tmp_path / "catalog", NAME, None).items():
+        monkeypatch.setenv(k, v)
+    journal = tmp_path / "journal.duckdb"
+    catalog, unreadable = _CutMidWrite(CatalogStore(NAME)), [True]
+
+    def still_open() -> set[str]:
+        if unreadable[0]:
+            raise OSError("the journal cannot be read now (test)")
+        return open_traces(str(journal), strict=True)
+
+    writer = JournaledCatalogWriter(catalog, journal, still_open=still_open)  # type: ignore[arg-type]
+    with OtlpReceiver(f"iceberg:{NAME}", port=None, settle=60, journal_db=journal, writer=writer) as receiver:
+        assert receiver.ingest(spans_of(request_of(lambda t: genai_agent(t, repeats=1))))
+        assert not receiver.flush()  # cut after its spans landed
+        assert not receiver.flush()  # the journal cannot say: nothing written
+        assert receiver.stats.last_error is not None and "cannot be read" in receiver.stats.last_error
+        assert _counts()[0] == 0
+        unreadable[0] = False
+        assert receiver.flush()
+    assert _counts() == (1, 1, 2, 0)

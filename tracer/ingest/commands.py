@@ -141,7 +141,7 @@ def _journal(args: argparse.Namespace) -> dict[str, Any]:
 
     journal = args.journal or journal_path(name, args.port if args.port is not None else args.grpc_port)
     writer = JournaledCatalogWriter(CatalogStore(name), journal, retaken=open_traces(os.fspath(journal)),
-                                    still_open=lambda: open_traces(os.fspath(journal)))
+                                    still_open=lambda: open_traces(os.fspath(journal), strict=True))
     return {"journal_db": journal, "writer": writer}
 
 

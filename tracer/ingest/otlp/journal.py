@@ -166,16 +166,19 @@ def recover(db: str, *, remember: timedelta = REMEMBER, limit: int = 1_000_000) 
     return Recovered(spans, written, last, logs, written_logs)
 
 
-def open_traces(db: str) -> set[str]:
+def open_traces(db: str, *, strict: bool = False) -> set[str]:
     """The ids of the traces the journal at ``db`` holds open (empty when it cannot be read now: the
-    receiver that takes them back reports that)."""
+    receiver that takes them back reports that; with ``strict``, an ``OSError`` saying why, for a
+    caller that must not take "cannot read" for "none open")."""
     store = Store(db)
     if not store.path.exists() and not store.segments_dir.exists():
         return set()
     try:
         with store.reader(locked_down=False) as conn:
             return {t for t, _ in conn.execute(OPEN_TRACES_SQL).fetchall()}
-    except (StoreError, OSError):
+    except (StoreError, OSError) as exc:
+        if strict:
+            raise OSError(f"the journal {db} cannot be read now: {exc}") from exc
         return set()
 
 

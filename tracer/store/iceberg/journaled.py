@@ -12,7 +12,8 @@ so a catalog receiver keeps it in a DuckDB file of its own (``--journal``, defau
 
 A kill between 1 and 2, or in the middle of 1, leaves spans open that the catalog holds, whole or
 in part; so does a write that failed in the middle of 1 (the catalog's database restarting, the
-warehouse full), which the receiver retries: its traces are treated as taken back too. The next receiver on that journal takes them back and writes their traces again; this
+warehouse full), which the receiver retries: those of its traces the journal holds open (asked when
+they are written again, not at the failure) are treated as taken back too. The next receiver on that journal takes them back and writes their traces again; this
 writer, told which traces were open at start (``retaken``: the journal's, read by the caller, since
 the store layer does not read the receiver's journal), first removes whatever the catalog has of those traces (``delete_runs``: their runs and
 their spans), so every run ends up in the catalog once. Run ids are derived from the trace, so the
@@ -65,6 +66,11 @@ class JournaledCatalogWriter:
         # arrive (looptrace's own spans) are not journaled, and are not removed: a run of theirs is
         # written over many batches, and removing it would remove the earlier ones.
         self._still_open = still_open
+        # The traces of failed writes, some of whose rows may have landed: whether the journal holds
+        # them is asked when they are written again, not at the failure. Then, the flusher may have
+        # taken a trace whose spans' journal commit had not landed yet, and the journal did not list
+        # it: written again without removing what landed, its spans were stored twice.
+        self._suspect: set[str] = set()
         self.rewritten = 0  # traces written again after a crash (their earlier rows removed first)
 
     def write(self, rows: Mapping[str, Any]) -> str | None:
@@ -73,7 +79,13 @@ class JournaledCatalogWriter:
         local = {t: rows[t] for t in _LOCAL if t in rows}
         data = {t: as_store_arrow(t, r) for t, r in rows.items() if t not in _LOCAL}
         spans = data.get("spans")
-        again = self._retaken.intersection(spans.column("trace_id").to_pylist()) if spans is not None else set()
+        traces = set(spans.column("trace_id").to_pylist()) if spans is not None else set()
+        if self._suspect & traces and self._still_open is not None:
+            # Journaled ones are written over what landed; a journal that cannot be read now fails
+            # this write (an OSError: held, tried again) rather than guess.
+            self._retaken.update(self._still_open() & self._suspect & traces)
+        self._suspect -= traces
+        again = self._retaken & traces
         # A failure here has written nothing: only one past it may leave rows to write over.
         tables = self.catalog.create_tables() if any(d.num_rows for d in data.values()) else None
         try:
@@ -83,8 +95,7 @@ class JournaledCatalogWriter:
         except Exception:
             # Some tables of the batch may be committed (or a commit whose answer was lost): the
             # receiver holds these traces and writes them again, over whatever landed, as after a kill.
-            if spans is not None and self._still_open is not None:
-                self._retaken.update(self._still_open().intersection(spans.column("trace_id").to_pylist()))
+            self._suspect |= traces
             raise
         if spans is not None and spans.num_rows:
             self._local.write({"spans": {c: spans.column(c).to_pylist() for c in _CLOSING}})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..records.actions import (call_key, near_observation_key, near_observation_keys, progress_key,
                                progress_keys)
@@ -55,15 +56,18 @@ class Sink:
         when the batch is empty."""
         return self.write_prepared(self.prepare(records))
 
-    def prepare(self, records: Records | Mapping[str, TableData]) -> dict[str, TableData]:
+    def prepare(self, records: Records | Mapping[str, TableData], to_hold: bool = False) -> dict[str, Any]:
         """What ``write`` does before writing: the batch checked, redacted and its keys derived. A
         source that gathers several batches into one segment (the span exporter) prepares each as
         it comes, so that nothing unredacted is held, and writes them together with
-        ``write_prepared``."""
+        ``write_prepared``; ``to_hold`` also converts them as the writer will write them (a segment's
+        Arrow tables), so that the write of what is held converts nothing."""
         batch = records if isinstance(records, Records) else Records(dict(records))
         if batch.version != FORMAT_VERSION:
             raise ValueError(f"records of format version {batch.version}; this looptrace writes {FORMAT_VERSION}")
-        return _derive(_unlisted(redact_tables(batch.tables, self.redactor)))
+        tables = _derive(_unlisted(redact_tables(batch.tables, self.redactor)))
+        convert = getattr(self._writer, "converted", None) if to_hold else None
+        return {table: convert(table, data) for table, data in tables.items()} if convert else tables
 
     def write_prepared(self, tables: Mapping[str, TableData]) -> str | None:
         """Write tables ``prepare`` returned (or several of them merged) as one segment."""

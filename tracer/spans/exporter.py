@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -44,7 +44,6 @@ class DuckDBSpanExporter(SpanExporter):
         self.write_delay = write_delay
         self.write_spans = write_spans
         self._pending = PendingRows()
-        self._arrow = self._arrow_for_segments()
         self._write_lock = threading.Lock()  # held while a segment of pending rows is written
         self._shutdown = False
         self._lock = threading.Lock()
@@ -66,22 +65,15 @@ class DuckDBSpanExporter(SpanExporter):
         self.spans_received = self.spans_written = self.write_errors = self.spans_dropped = 0
         self.last_error, self._warned = None, False
 
-    def _arrow_for_segments(self) -> Callable[[str, Any], Any] | None:
-        """Held rows bound for segments are converted to Arrow as they are prepared, on the processor's
-        thread, not by the flush that writes them (pending.py); other writers take rows as they are."""
-        from ..store.segments import SegmentWriter, to_segment_arrow
-
-        return to_segment_arrow if isinstance(getattr(self.sink, "_writer", None), SegmentWriter) else None
-
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         n = len(spans)
         try:
             if self._shutdown:
                 self._failed(n, "export after shutdown")
                 return SpanExportResult.FAILURE
-            prepared: Mapping[str, Any] = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)))
-            if self._arrow is not None:  # converted here, not under the lock a flush waits for
-                prepared = {table: self._arrow(table, rows) for table, rows in prepared.items()}
+            # Prepared to be held: converted here as the writer will write them, not under the lock a
+            # flush waits for.
+            prepared = self.sink.prepare(columns_for_batch(SpanBatch.of_readable(spans)), to_hold=True)
             with self._write_lock:
                 self._pending.add(prepared, n)
                 due = self._pending.spans >= self.write_spans or self._pending.age() >= self.write_delay

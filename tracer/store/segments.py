@@ -226,6 +226,11 @@ class SegmentWriter:
         self._seq = count()
         _arrow_schemas()
 
+    def converted(self, table: str, data: TableData) -> Any:
+        """``data`` as this writer will write it (``to_segment_arrow``): a source that holds rows
+        before their write converts them as they come (``Sink.prepare``)."""
+        return to_segment_arrow(table, data)
+
     def write(self, rows: Mapping[str, TableData]) -> str | None:
         """Write one segment holding ``rows`` (table name -> rows, or columns); return its name, or
         None if empty."""

@@ -194,3 +194,25 @@ def test_user_patterns_and_allow_list_from_a_config_file(tmp_path: Path, monkeyp
 def test_key_names_are_normalised(key: str, secret: bool) -> None:
     out = Redactor(env={}).value({key: "v4lue-of-the-key"})
     assert (out[key] == "[REDACTED:secret_key]") is secret
+
+
+def test_a_users_anchored_pattern_reaches_json_text_and_nesting_too_deep_to_walk() -> None:
+    # A user's pattern is tried on each text as it is (``Redactor.text``), so ``^TK[0-9]{6}$``
+    # matches a value "TK123456". The screens that decide whether a JSON text or a structure too deep
+    # to walk needs a look tried it on the JSON text instead, where the anchors never match: the
+    # value went to the store as it came.
+    r = Redactor(env={}, extra_patterns={"ticket": r"^TK[0-9]{6}$"})
+    assert r.value("TK123456") == "[REDACTED:ticket]"
+    out = r.value(json.dumps({"ticket": "TK123456", "n": 1}))
+    assert "TK123456" not in out and json.loads(out) == {"ticket": "[REDACTED:ticket]", "n": 1}
+    nested: object = {"ticket": "TK123456"}
+    for _ in range(300):
+        nested = [nested]
+    out = json.dumps(r.value(nested))
+    assert "TK123456" not in out and TOO_DEEP in out
+    deep_text = "[" * 10_000 + json.dumps("TK123456") + "]" * 10_000
+    assert "TK123456" not in r.value(deep_text)
+    clean: object = {"ticket": "not one"}
+    for _ in range(300):
+        clean = [clean]
+    assert r.value(clean) == clean  # nothing of the user's matches: kept whole

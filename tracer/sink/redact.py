@@ -30,6 +30,7 @@ from .config import load_config
 from .rules import (KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, is_secret_under, key_value_in_text,
                     looks_like_code)
 from .screen import screen_for
+from .texts import fold, json_escaped, leaf_texts, looks_json
 
 __all__ = ["Redactor", "Hits", "SAFE_KEYS", "placeholder", "restore_env", "summarize"]
 
@@ -99,7 +100,7 @@ class Redactor:
         # the alternation tries every position whose letter starts some tell (measured).
         self._tell_re = re.compile("|".join("token(?!s)" if t == "token" else re.escape(t)
                                             for t in sorted(self._tells, key=len, reverse=True)))
-        self._env_escaped = [escaped for _, v in self._env_values if (escaped := _json_escaped(v))]
+        self._env_escaped = [escaped for _, v in self._env_values if (escaped := json_escaped(v))]
         self._warned = False
         self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}  # text -> (redacted, rule counts)
         self._memo_chars = 0  # approximate under threads: no lock (none to be left held by a fork)
@@ -140,7 +141,7 @@ class Redactor:
         return out
 
     def _text(self, value: str, hits: Hits | None, path: str) -> str:
-        folded = _fold(value)
+        folded = fold(value)
         present = self._present(folded)
         for rule in RULES:
             if present.intersection(rule.tells):
@@ -213,7 +214,7 @@ class Redactor:
         result would hold the exporter for seconds; the screen reads the case-folded text once for
         every tell (``screen.py``), and only text that fails it is searched properly.
         """
-        folded = _fold(text) if folded is None else folded
+        folded = fold(text) if folded is None else folded
         if env_values is None:
             env_values = (v for _, v in self._env_values)
         if len(folded) < _SHORT:
@@ -250,7 +251,7 @@ class Redactor:
             return True  # a value orjson refuses (a lone surrogate, an object): look at each one
         if self._own and self._own_may_match(values):
             return True
-        return self._may_hold(blob, _fold(blob), self._env_escaped, own=False)
+        return self._may_hold(blob, fold(blob), self._env_escaped, own=False)
 
     def _own_may_match(self, values: Iterable[Any]) -> bool:
         """The user's patterns tried on each text as it is, not on the batch's JSON text: there an
@@ -286,7 +287,7 @@ class Redactor:
             return False
         if blob.count("{") + blob.count("[") >= _MAX_DEPTH:
             return False
-        return not self._may_hold(blob, _fold(blob), self._env_escaped)
+        return not self._may_hold(blob, fold(blob), self._env_escaped)
 
     def value_or_same(self, value: Any) -> Any:
         """``value`` itself when ``leaves_alone`` says nothing in it changes, else ``value(value)``:
@@ -305,7 +306,7 @@ class Redactor:
         except Exception:  # noqa: BLE001 - never raw
             self._warn("redacting a structured value raised")
             _count(hits, path, "redaction_failed")
-            return json.dumps(FAILED) if isinstance(value, str) and _looks_json(value) else FAILED
+            return json.dumps(FAILED) if isinstance(value, str) and looks_json(value) else FAILED
 
     def _value(self, value: Any, hits: Hits | None, key: str | None, path: str, depth: int) -> Any:
         if key is not None and is_secret_key(key) and (not isinstance(value, str) or is_secret_under(key, value)):
@@ -328,9 +329,9 @@ class Redactor:
         return value
 
     def _string(self, value: str, hits: Hits | None, path: str, depth: int) -> str:
-        if not _looks_json(value):
+        if not looks_json(value):
             return self.text(value, hits, path)
-        if not self._may_hold(value):
+        if not self._own and not self._may_hold(value):  # a user's pattern may match only a value in it
             return self._callback(value, hits, path)
         try:
             parsed = json.loads(value)
@@ -371,7 +372,8 @@ class Redactor:
         except (TypeError, orjson.JSONEncodeError):
             text = None
         if text is not None and not self._may_hold(text):
-            return value
+            if not (self._own and self._own_may_match(leaf_texts(value))):
+                return value
         _count(hits, path, "too_deep")
         return TOO_DEEP
 
@@ -415,31 +417,8 @@ def _tell_positions(text: str) -> list[int]:
     return sorted(found)
 
 
-def _looks_json(text: str) -> bool:
-    return text.lstrip()[:1] in ('{', '[', '"')
-
-
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _fold(text: str) -> str:
-    """``text`` case-folded so that every match of a case-insensitive pattern with ASCII letters
-    has those letters, lower-case, in it."""
-    folded = text.casefold()
-    if not text.isascii() and "\u0131" in folded:
-        # The one letter Python's case-insensitive matching equates with an ASCII one ("i") that
-        # case folding leaves alone: the dotless i.
-        folded = folded.replace("\u0131", "i")
-    return folded
-
-
-def _json_escaped(value: str) -> str | None:
-    """``value`` as it appears inside a JSON string written by orjson (None: it cannot appear)."""
-    try:
-        return orjson.dumps(value).decode()[1:-1]
-    except TypeError:
-        return None  # a lone surrogate: orjson refuses such text, so no blob holds it
 
 
 def _count(hits: Hits | None, path: str, rule: str, n: int = 1) -> None:

@@ -240,7 +240,8 @@ def _span_columns(b: SpanBatch, started: list[int | None], ended: list[int | Non
     }
 
 
-def _step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:
+def _step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None],
+                  context: str = c.STEP_CONTEXT_TOKENS, cost: str = c.STEP_COST) -> Columns:
     a = [b.attributes[i] for i in idx]
     return {
         "run_id": [x.get(c.RUN_ID) for x in a],
@@ -250,8 +251,8 @@ def _step_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended
         "thought": [_text(x.get(c.STEP_THOUGHT)) for x in a],
         "input_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
         "output_tokens": [_int(x.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)) for x in a],
-        "context_tokens": [_int(x.get(c.STEP_CONTEXT_TOKENS)) for x in a],
-        "cost_usd": [x.get(c.STEP_COST) for x in a],
+        "context_tokens": [_int(x.get(context)) for x in a],
+        "cost_usd": [x.get(cost) for x in a],
         "events": [_events_json(b.events[i]) for i in idx],
         "span_id": [b.span_id[i] for i in idx],
     }
@@ -261,20 +262,7 @@ def _call_step_columns(b: SpanBatch, idx: list[int], started: list[int | None], 
     """The step rows of chat spans that are their step too (``looptrace.step.of_call``: a client
     instrumentor's call, spans/callstep.py): the columns a ``looptrace.step`` span of the same
     interval, thought, usage and cost would give (the call's input is the step's context)."""
-    a = [b.attributes[i] for i in idx]
-    return {
-        "run_id": [x.get(c.RUN_ID) for x in a],
-        "step": [_int(x.get(c.STEP_INDEX)) for x in a],
-        "started_at": [started[i] for i in idx],
-        "ended_at": [ended[i] for i in idx],
-        "thought": [_text(x.get(c.STEP_THOUGHT)) for x in a],
-        "input_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
-        "output_tokens": [_int(x.get(c.GEN_AI_USAGE_OUTPUT_TOKENS)) for x in a],
-        "context_tokens": [_int(x.get(c.GEN_AI_USAGE_INPUT_TOKENS)) for x in a],
-        "cost_usd": [x.get(c.LLM_COST) for x in a],
-        "events": [_events_json(b.events[i]) for i in idx],
-        "span_id": [b.span_id[i] for i in idx],
-    }
+    return _step_columns(b, idx, started, ended, context=c.GEN_AI_USAGE_INPUT_TOKENS, cost=c.LLM_COST)
 
 
 def _tool_columns(b: SpanBatch, idx: list[int], started: list[int | None], ended: list[int | None]) -> Columns:

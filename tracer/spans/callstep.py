@@ -67,12 +67,8 @@ class CallStep(Step):
         return self.span is not trace.INVALID_SPAN
 
     def add_usage(self, input_tokens: int, output_tokens: int, cost: float | None, context_tokens: int) -> None:
-        # The call's own usage attributes are the step's (tracer.records reads them): nothing to add.
-        with self._lock:
-            self.input_tokens = (self.input_tokens or 0) + input_tokens
-            self.output_tokens = (self.output_tokens or 0) + output_tokens
-            self.cost_usd = (self.cost_usd or 0.0) + (cost or 0.0)
-            self._priced = self._priced and cost is not None
+        # The call's own usage attributes are the step's (tracer.records reads them): no attribute to add.
+        self._count_usage(input_tokens, output_tokens, cost)
 
     def end(self) -> None:
         """The call's span ends with the call: nothing of the step's own to end."""

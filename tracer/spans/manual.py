@@ -253,12 +253,15 @@ class Step(_SpanScope):
 
     def add_usage(self, input_tokens: int, output_tokens: int, cost: float | None, context_tokens: int) -> None:
         """A model call's usage; ``cost`` None when its model has no price (then the step's cost is unknown)."""
+        self._count_usage(input_tokens, output_tokens, cost)
+        self.span.set_attribute(c.STEP_CONTEXT_TOKENS, context_tokens)
+
+    def _count_usage(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
         with self._lock:
             self.input_tokens = (self.input_tokens or 0) + input_tokens
             self.output_tokens = (self.output_tokens or 0) + output_tokens
             self.cost_usd = (self.cost_usd or 0.0) + (cost or 0.0)
             self._priced = self._priced and cost is not None
-        self.span.set_attribute(c.STEP_CONTEXT_TOKENS, context_tokens)
 
 
 class ToolCall:

@@ -10,7 +10,8 @@ imports, opening the catalog, planning, connecting to Ray, the job's worker proc
 importing, every partition. Nothing is warmed in between: each ``--ray`` command is a new Ray job,
 whose workers Ray starts afresh. The rounds alternate, after one unmeasured run of each (the page
 cache: the same files either way), and both must give the same labels. The time to the command's end
-(the diagnoses written once, the same for both) is in the note.
+is in the note: after the summary both write the diagnoses once, and the Ray command also lets go of
+the cluster (in a thread, beside the write: ``on_ray.let_go``).
 
 A speed-up is only as good as the CPU the machine gave: on a shared machine two workers may get
 less than two cores between them. So each line also prints the **ceiling**: the cores the Ray

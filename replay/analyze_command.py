@@ -91,7 +91,12 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _ran(run: EngineRun, timeline: str | None) -> None:
-    """The one line that says where and how the analysis ran; with --timeline, each task's as JSON."""
+    """The one line that says where and how the analysis ran; with --timeline, each task's as JSON.
+    Done with Ray then: the command lets go of the cluster while it writes the diagnoses."""
+    if run.engine == "ray":
+        from .on_ray import let_go
+
+        let_go()
     print(run.summary(), file=sys.stderr, flush=True)
     if timeline:
         Path(timeline).write_text(json.dumps(run.as_json(), indent=1) + "\n")

@@ -98,3 +98,22 @@ def test_ray_without_a_catalog_is_refused(tmp_path: Path) -> None:
     done = cli("analyze", "--db", str(tmp_path / "x.duckdb"), "--ray", "auto", ok=False)
     assert done.returncode == 2 and "--catalog" in done.stderr
 
+
+
+def test_a_driver_that_let_go_of_the_cluster_can_connect_again(two_nodes) -> None:  # noqa: ANN001
+    # ``analyze --ray`` lets go of the cluster in a thread while it writes the diagnoses (on_ray.let_go);
+    # a process that analyses again connects while that disconnection may still be under way.
+    import ray
+
+    from looptrace.replay import on_ray
+
+    on_ray.connect(two_nodes.address)
+    first = ray.get_runtime_context().get_job_id()
+    on_ray.let_go()
+    on_ray.connect(two_nodes.address)  # waits for the disconnection, then a new job
+    assert ray.is_initialized() and ray.get_runtime_context().get_job_id() != first
+    assert ray.get(ray.remote(lambda: 41 + 1).remote()) == 42
+    on_ray.let_go()
+    for thread in list(on_ray._leaving):
+        thread.join(timeout=60)
+    assert not ray.is_initialized()

@@ -29,7 +29,7 @@ from .text import canonical_json
 __all__ = [
     "call_action", "call_key", "step_key", "observation_key", "same_observation", "STEP_ACTION_KEY_SQL",
     "OBSERVATION_KEY_SQL", "progress_key", "PROGRESS_KEY_SQL", "VOLATILE",
-    "near_observation_key", "NEAR_OBSERVATION_KEY_SQL", "progress_keys", "near_observation_keys",
+    "near_observation_key", "NEAR_OBSERVATION_KEY_SQL", "progress_keys", "near_observation_keys", "key_or_none",
 ]
 
 
@@ -167,11 +167,11 @@ def _column_keys(observations: Sequence[object], pattern: str, replacement: str,
     import pyarrow.compute as pc
 
     if not set(map(type, observations)) <= _TEXT_OR_NONE:  # Arrow would take bytes as text
-        return [_one_key(one, o) for o in observations]
+        return [key_or_none(one, o) for o in observations]
     try:
         column = pa.array(observations, type=pa.string())
     except (pa.ArrowException, UnicodeError):  # a lone surrogate: one value at a time
-        return [_one_key(one, o) for o in observations]
+        return [key_or_none(one, o) for o in observations]
     masked = pc.replace_substring_regex(column, pattern=pattern, replacement=replacement).to_pylist()
     return [None if m is None else _md5(m) for m in masked]
 
@@ -179,7 +179,8 @@ def _column_keys(observations: Sequence[object], pattern: str, replacement: str,
 _TEXT_OR_NONE = frozenset({str, type(None)})
 
 
-def _one_key(one: Callable[[str | None], str | None], observation: object) -> str | None:
+def key_or_none(one: Callable[[str | None], str | None], observation: object) -> str | None:
+    """``one(observation)``, or None where it has no key."""
     # A value that is not text, or text that cannot be encoded, gets no key: the analyzer computes a
     # missing key itself, and a write never fails for want of one.
     if not isinstance(observation, str):

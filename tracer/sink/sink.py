@@ -17,10 +17,10 @@ two regex passes over every observation at every analysis.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from ..records.actions import (call_key, near_observation_key, near_observation_keys, progress_key,
+from ..records.actions import (call_key, key_or_none, near_observation_key, near_observation_keys, progress_key,
                                progress_keys)
 from ..records.batch import FORMAT_VERSION, Records, TableData
 from ..store.backend import RowWriter, catalog_name
@@ -113,31 +113,19 @@ def _keyed(calls: TableData) -> TableData:
         n = len(next(iter(cols.values()), ()))
         keys, tools, args, obs = (cols.get(c) or [None] * n for c in ("action_key", "tool", "args", "observation"))
         cols["action_key"] = [k if k is not None else call_key(tool, a) for k, tool, a in zip(keys, tools, args)]
-        for name, column_keys in _OUTCOME_COLUMNS:
+        for name, key, column_keys in _OUTCOME_KEYS:
             given = cols.get(name)
             if given is None or all(g is None for g in given):
                 cols[name] = column_keys(obs)  # the whole column at once (records/actions.py)
             else:
-                key = _OUTCOME_KEY[name]
-                cols[name] = [g if g is not None else _outcome_key(key, o) for g, o in zip(given, obs)]
+                cols[name] = [g if g is not None else key_or_none(key, o) for g, o in zip(given, obs)]
     else:
         cols = [{**r, "action_key": r.get("action_key") or call_key(r.get("tool"), r.get("args")),
-                 **{name: r.get(name) or _outcome_key(key, r.get("observation")) for name, key in _OUTCOME_KEYS}}
+                 **{name: r.get(name) or key_or_none(key, r.get("observation")) for name, key, _ in _OUTCOME_KEYS}}
                 for r in calls]
     return cols
 
 
-_OUTCOME_KEYS = (("progress_key", progress_key), ("near_key", near_observation_key))
-_OUTCOME_KEY = dict(_OUTCOME_KEYS)
-_OUTCOME_COLUMNS = (("progress_key", progress_keys), ("near_key", near_observation_keys))
-
-
-def _outcome_key(key: Callable[[str | None], str | None], observation: object) -> str | None:
-    # A value that is not text, or text that cannot be encoded (a lone surrogate), gets no key here:
-    # the analyzer computes a missing key itself, and a write never fails for want of one.
-    if not isinstance(observation, str):
-        return None
-    try:
-        return key(observation)
-    except (UnicodeError, ValueError):
-        return None
+# Each outcome key's column, its definition for one value, and for a whole column (records/actions.py).
+_OUTCOME_KEYS = (("progress_key", progress_key, progress_keys),
+                 ("near_key", near_observation_key, near_observation_keys))

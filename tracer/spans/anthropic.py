@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry import trace
 
 from . import conversation as conv
-from .client import Accumulator, ClientInstrumentor, Done, _nullcontext
+from .client import Accumulator, ClientInstrumentor, Done, calling_now
 from .manual import LlmCall
 
 __all__ = ["AnthropicInstrumentor", "MessagesDialect", "pair_results"]
@@ -75,16 +75,72 @@ class AnthropicInstrumentor(ClientInstrumentor):
     def _patches(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
         from anthropic.resources.messages import AsyncMessages, Messages
 
-        return [(Messages, "create", lambda o: self.wrap(o, _MessageEvents)),
-                (AsyncMessages, "create", lambda o: self.wrap_async(o, _MessageEvents)),
-                (Messages, "stream", self._wrap_stream)]
+        from anthropic._base_client import AsyncAPIClient, SyncAPIClient
+
+        patches: list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+            (Messages, "create", lambda o: self.wrap(o, _MessageEvents)),
+            (AsyncMessages, "create", lambda o: self.wrap_async(o, _MessageEvents)),
+            (Messages, "stream", self._wrap_stream)]
+        # The SDK retries inside ``create`` (429, 5xx, connection errors); each retry sleeps here first.
+        # Counted on the call under way, so ``llm_calls.retries`` is right with or without the SDK's span.
+        if "_sleep_for_retry" in SyncAPIClient.__dict__:
+            patches.append((SyncAPIClient, "_sleep_for_retry", _counting_retries))
+        if "_sleep_for_retry" in AsyncAPIClient.__dict__:
+            patches.append((AsyncAPIClient, "_sleep_for_retry", _counting_retries_async))
+        return patches
+
+    def records_client_spans(self, resource: Any) -> bool:
+        """Whether the SDK's own ``anthropic.messages.create`` span is recorded: the client was given a
+        tracer provider, or a global one is set. Else the SDK, finding the chat span current, would
+        make a non-recording span of its context only to write ``traceparent`` headers into the request
+        (about a tenth of the instrumentor's CPU per call, measured), which nothing here reads; so the
+        chat span is made current only when the SDK's span is recorded and must nest under it."""
+        options = getattr(getattr(resource, "_client", None), "_open_telemetry", None)
+        if not isinstance(options, Mapping):
+            return True  # a client this module does not know: as before, the chat span is current
+        traces = options.get("traces")
+        if isinstance(traces, Mapping) and traces.get("enabled") is False:
+            return False
+        if options.get("tracer_provider") is not None:
+            return True
+        return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
     def _wrap_stream(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def stream(resource: Any, *args: Any, **kwargs: Any) -> Any:
             # The SDK's manager is made on entry, from the request the guard let through.
-            return _RecordingStreamManager(lambda request: original(resource, *args, **request), self, dict(kwargs))
+            return _RecordingStreamManager(lambda request: original(resource, *args, **request), self, dict(kwargs),
+                                           resource)
 
         return stream
+
+
+def _retried(kwargs: Mapping[str, Any]) -> None:
+    call = calling_now()
+    if call is None:
+        return
+    try:
+        response = kwargs.get("response")
+        status = getattr(response, "status_code", None)
+        call.retry(int(kwargs.get("retries_taken", call.retries)) + 1,
+                   f"HTTP {status}" if status is not None else "connection error")
+    except Exception:  # noqa: BLE001 - telemetry never breaks the agent
+        pass
+
+
+def _counting_retries(original: Callable[..., Any]) -> Callable[..., Any]:
+    def sleep_for_retry(client: Any, *args: Any, **kwargs: Any) -> Any:
+        _retried(kwargs)
+        return original(client, *args, **kwargs)
+
+    return sleep_for_retry
+
+
+def _counting_retries_async(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def sleep_for_retry(client: Any, *args: Any, **kwargs: Any) -> Any:
+        _retried(kwargs)
+        return await original(client, *args, **kwargs)
+
+    return sleep_for_retry
 
 
 def pair_results(use_ids: list[str], messages: list[Any]) -> list[tuple[str, str, bool]]:
@@ -131,8 +187,9 @@ class _RecordingStreamManager:
     """Wraps ``Messages.stream(...)``: records the stream's final snapshot when the block exits."""
 
     def __init__(self, make: Callable[[dict[str, Any]], Any], instrumentor: AnthropicInstrumentor,
-                 request: dict[str, Any]) -> None:
+                 request: dict[str, Any], resource: Any) -> None:
         self._make = make
+        self._resource = resource
         self._manager: Any = None
         self._instrumentor = instrumentor
         self._request = request
@@ -143,7 +200,7 @@ class _RecordingStreamManager:
         self._call = self._instrumentor._begin(self._request)
         try:
             self._manager = self._make(dict(self._call.request) if self._call else self._request)
-            with trace.use_span(self._call.span, end_on_exit=False) if self._call else _nullcontext():
+            with self._instrumentor.calling(self._call, self._resource):
                 self._stream = self._manager.__enter__()
         except BaseException as exc:
             self._instrumentor._end(self._call, error=exc)

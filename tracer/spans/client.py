@@ -22,10 +22,13 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from ..guard import Guard, GuardTripped
 from ..records.conventions import TOOL_NOT_FOUND
@@ -278,6 +281,18 @@ class ClientInstrumentor:
             except Exception:  # noqa: BLE001
                 log.debug("looptrace: could not store an unanswered tool call", exc_info=True)
 
+    # -- the call under way -------------------------------------------------------------------------
+
+    def calling(self, call: LlmCall | None, resource: Any) -> _InCall:
+        """The context a client method runs in: ``call`` known to the retry hook, and current for
+        OpenTelemetry when the client's own spans are recorded (``records_client_spans``)."""
+        return _InCall(call, call is not None and self.records_client_spans(resource))
+
+    def records_client_spans(self, resource: Any) -> bool:
+        """Whether spans the client makes during a call are recorded anywhere, so the chat span must
+        be their parent. A client's dialect that can tell otherwise says so; by default, yes."""
+        return True
+
     # -- wrappers ---------------------------------------------------------------------------------
 
     def wrap(self, original: Callable[..., Any], stream: Callable[[Done], Accumulator] | None = None,
@@ -287,7 +302,7 @@ class ClientInstrumentor:
             call = self._begin(self.dialect.request(kwargs))
             if call is not None:
                 kwargs = dict(call.request)
-            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+            with self.calling(call, resource):
                 try:
                     result = original(resource, *args, **kwargs)
                 except BaseException as exc:
@@ -306,7 +321,7 @@ class ClientInstrumentor:
             call = self._begin(self.dialect.request(kwargs))
             if call is not None:
                 kwargs = dict(call.request)
-            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+            with self.calling(call, resource):
                 try:
                     result = await original(resource, *args, **kwargs)
                 except BaseException as exc:
@@ -320,12 +335,38 @@ class ClientInstrumentor:
         return create
 
 
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
+# The model call under way in this context, while the client's own method runs: the client's retry
+# hook (``retried``) counts its retries on it.
+_calling: ContextVar[LlmCall | None] = ContextVar("looptrace_client_call", default=None)
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+
+def calling_now() -> LlmCall | None:
+    """The call whose client method is running in this context, if any."""
+    return _calling.get()
+
+
+class _InCall:
+    """The call current while its client method runs: for the retry hook always; as OpenTelemetry's
+    current span only when ``parent`` (something records spans the client makes under it)."""
+
+    __slots__ = ("_call", "_parent", "_token", "_otel")
+
+    def __init__(self, call: LlmCall | None, parent: bool) -> None:
+        self._call, self._parent = call, parent
+
+    def __enter__(self) -> None:
+        self._token = _calling.set(self._call)
+        self._otel = (otel_context.attach(trace.set_span_in_context(self._call.span))
+                      if self._parent and self._call is not None else None)
+
+    def __exit__(self, et: Any, ev: BaseException | None, tb: Any) -> None:
+        if self._otel is not None:
+            otel_context.detach(self._otel)
+        _calling.reset(self._token)
+        # What ``trace.use_span`` did with an error the call raised, whether or not the span was current.
+        if isinstance(ev, Exception) and self._call is not None and self._call.span.is_recording():
+            self._call.span.record_exception(ev)
+            self._call.span.set_status(Status(StatusCode.ERROR, f"{type(ev).__name__}: {ev}"))
 
 
 class Accumulator:

@@ -3,9 +3,11 @@
 ``AnthropicInstrumentor`` wraps ``Messages.create`` (sync and async, streamed or not) and
 ``Messages.stream`` with a ``chat {model}`` span that records what replay needs and the SDK's own
 span lacks: the whole request (system prompt, tools, parameters, stored as a delta against the
-previous call) and the whole response. The SDK's own ``anthropic.messages.create`` span (emitted when
-the client's tracer provider is ours, e.g. ``Tracing(set_global=True)``) nests under it and keeps
-the HTTP details (status, resend count, request id); the ``llm_calls`` view reads retries from it.
+previous call) and the whole response, and the SDK's retries (counted as its retry sleep begins).
+The SDK's own ``anthropic.messages.create`` span (made when the client has a tracer provider: ours,
+given as ``open_telemetry={"tracer_provider": ...}``, or a global one) nests under it and keeps the
+HTTP details (status, resend count, request id). With no provider the chat span is not made current
+during the call: the SDK would make a non-recording span of it only to send ``traceparent`` headers.
 
 The recording (implicit runs, tool results, streams, the guard) is the core every client instrumentor
 shares (``client.py``); this module is the Messages API's dialect and the methods to patch.

@@ -21,7 +21,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,14 +37,12 @@ from ..records.requests import RequestLog
 from .callstep import CallStep
 from .conversation import extends
 from .manual import LlmCall, Run, Step, ToolCall, current_run, current_step
+from .streams import Accumulator, Done, RecordingAsyncStream, RecordingStream
 from .tracing import Tracing
 
 __all__ = ["Dialect", "ClientInstrumentor", "Accumulator", "RecordingStream", "RecordingAsyncStream", "Done"]
 
 log = logging.getLogger("looptrace.instrumentor")
-
-Done = Callable[[Any, BaseException | None], None]  # called once with (final response | None, error | None)
-
 
 class Dialect(Protocol):
     """How one client's requests and responses read, as plain data."""
@@ -367,101 +365,3 @@ class _InCall:
         if isinstance(ev, Exception) and self._call is not None and self._call.span.is_recording():
             self._call.span.record_exception(ev)
             self._call.span.set_status(Status(StatusCode.ERROR, f"{type(ev).__name__}: {ev}"))
-
-
-class Accumulator:
-    """Builds a stream's final response from its events; ``finish`` reports it (or the error) once."""
-
-    def __init__(self, done: Done) -> None:
-        self._done = done
-        self.snapshot: Any = None
-        self._finished = False
-
-    def add(self, event: Any) -> None:
-        """Fold one event into ``snapshot`` (a client's subclass)."""
-        raise NotImplementedError
-
-    def feed(self, event: Any) -> None:
-        try:
-            self.add(event)
-        except Exception:  # noqa: BLE001
-            log.debug("looptrace: could not accumulate a stream event", exc_info=True)
-
-    def finish(self, error: BaseException | None = None) -> None:
-        if not self._finished:
-            self._finished = True
-            if error is None and self.snapshot is None:
-                error = RuntimeError("stream closed before any event")
-            self._done(self.snapshot if error is None else None, error)
-
-
-class RecordingStream:
-    """Passes a stream through unchanged while accumulating the final response."""
-
-    def __init__(self, stream: Any, acc: Accumulator) -> None:
-        self._stream = stream
-        self._acc = acc
-
-    def __iter__(self) -> Iterator[Any]:
-        try:
-            for event in self._stream:
-                self._acc.feed(event)
-                yield event
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.finish()
-
-    def __next__(self) -> Any:  # the SDKs' streams are iterators too
-        try:
-            event = next(self._stream)
-        except StopIteration:
-            self._acc.finish()
-            raise
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.feed(event)
-        return event
-
-    def __enter__(self) -> RecordingStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._stream.close()
-        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-class RecordingAsyncStream:
-    def __init__(self, stream: Any, acc: Accumulator) -> None:
-        self._stream = stream
-        self._acc = acc
-
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        try:
-            async for event in self._stream:
-                self._acc.feed(event)
-                yield event
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.finish()
-
-    async def __aenter__(self) -> RecordingAsyncStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self._stream.close()
-        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)

@@ -101,6 +101,11 @@ def test_retries_are_counted_without_the_sdks_own_span(db: Path, tracing: Tracin
     assert answer == "a.txt says alpha"
     assert query(db, "SELECT step, stop_reason, retries, error FROM llm_calls ORDER BY started_at") == [(1, "tool_use", 2, None), (2, "end_turn", 0, None), (1, "end_turn", 1, None)]
     assert query(db, "SELECT count(*) FROM spans WHERE name LIKE 'anthropic.%'") == [(0,)]
+    # The request id the SDK's span kept is on the chat span: the server's id of the answered attempt.
+    ids = query(db, """SELECT attributes->>'$."anthropic.request.id"' FROM spans WHERE name LIKE 'chat %'
+                       ORDER BY start_time""")
+    assert ids == [("req_000000000000000000000003",), ("req_000000000000000000000004",),
+                   ("req_000000000000000000000006",)]
     events = query(db, "SELECT events FROM spans WHERE name = 'chat claude-haiku-4-5' ORDER BY start_time")
     assert [[(e["name"], e["attributes"]) for e in json.loads(row[0] or "[]")] for row in events][:1] == [
         [("retry", {"attempt": 1, "error": "HTTP 529"}), ("retry", {"attempt": 2, "error": "HTTP 500"})]]

@@ -229,6 +229,13 @@ class ClientInstrumentor:
         if call is None:
             return
         try:
+            # The provider's id of the request (the SDKs keep it on the response object, or on the
+            # error): what its support asks for. On the chat span, so that it is kept without the SDK's
+            # own span (which a client without a tracer provider does not make).
+            request_id = getattr(message if error is None else error, "_request_id" if error is None else "request_id",
+                                 None)
+            if isinstance(request_id, str) and request_id:
+                call.span.set_attribute(f"{self.dialect.provider}.request.id", request_id)
             # The SDK's response as plain data once, for both the span and the implicit run's step.
             if message is not None:
                 message = self.dialect.plain(message)

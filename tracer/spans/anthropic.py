@@ -21,7 +21,8 @@ from typing import Any
 from opentelemetry import trace
 
 from . import conversation as conv
-from .client import Accumulator, ClientInstrumentor, Done, calling_now
+from .client import Accumulator, ClientInstrumentor, Done
+from .inflight import retry_patches
 from .manual import LlmCall
 
 __all__ = ["AnthropicInstrumentor", "MessagesDialect", "pair_results"]
@@ -85,11 +86,7 @@ class AnthropicInstrumentor(ClientInstrumentor):
             (Messages, "stream", self._wrap_stream)]
         # The SDK retries inside ``create`` (429, 5xx, connection errors); each retry sleeps here first.
         # Counted on the call under way, so ``llm_calls.retries`` is right with or without the SDK's span.
-        if "_sleep_for_retry" in SyncAPIClient.__dict__:
-            patches.append((SyncAPIClient, "_sleep_for_retry", _counting_retries))
-        if "_sleep_for_retry" in AsyncAPIClient.__dict__:
-            patches.append((AsyncAPIClient, "_sleep_for_retry", _counting_retries_async))
-        return patches
+        return patches + retry_patches(SyncAPIClient, AsyncAPIClient)
 
     def records_client_spans(self, resource: Any) -> bool:
         """Whether the SDK's own ``anthropic.messages.create`` span is recorded: the client was given a
@@ -114,35 +111,6 @@ class AnthropicInstrumentor(ClientInstrumentor):
                                            resource)
 
         return stream
-
-
-def _retried(kwargs: Mapping[str, Any]) -> None:
-    call = calling_now()
-    if call is None:
-        return
-    try:
-        response = kwargs.get("response")
-        status = getattr(response, "status_code", None)
-        call.retry(int(kwargs.get("retries_taken", call.retries)) + 1,
-                   f"HTTP {status}" if status is not None else "connection error")
-    except Exception:  # noqa: BLE001 - telemetry never breaks the agent
-        pass
-
-
-def _counting_retries(original: Callable[..., Any]) -> Callable[..., Any]:
-    def sleep_for_retry(client: Any, *args: Any, **kwargs: Any) -> Any:
-        _retried(kwargs)
-        return original(client, *args, **kwargs)
-
-    return sleep_for_retry
-
-
-def _counting_retries_async(original: Callable[..., Any]) -> Callable[..., Any]:
-    async def sleep_for_retry(client: Any, *args: Any, **kwargs: Any) -> Any:
-        _retried(kwargs)
-        return await original(client, *args, **kwargs)
-
-    return sleep_for_retry
 
 
 def pair_results(use_ids: list[str], messages: list[Any]) -> list[tuple[str, str, bool]]:

@@ -22,13 +22,8 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from ..guard import Guard, GuardTripped
 from ..records.conventions import TOOL_NOT_FOUND
@@ -36,6 +31,7 @@ from ..records.digests import ConversationDigest
 from ..records.requests import RequestLog
 from .callstep import CallStep
 from .conversation import extends
+from .inflight import InCall
 from .manual import LlmCall, Run, Step, ToolCall, current_run, current_step
 from .streams import Accumulator, Done, RecordingAsyncStream, RecordingStream
 from .tracing import Tracing
@@ -288,10 +284,10 @@ class ClientInstrumentor:
 
     # -- the call under way -------------------------------------------------------------------------
 
-    def calling(self, call: LlmCall | None, resource: Any) -> _InCall:
+    def calling(self, call: LlmCall | None, resource: Any) -> InCall:
         """The context a client method runs in: ``call`` known to the retry hook, and current for
         OpenTelemetry when the client's own spans are recorded (``records_client_spans``)."""
-        return _InCall(call, call is not None and self.records_client_spans(resource))
+        return InCall(call, call is not None and self.records_client_spans(resource))
 
     def records_client_spans(self, resource: Any) -> bool:
         """Whether spans the client makes during a call are recorded anywhere, so the chat span must
@@ -338,37 +334,3 @@ class ClientInstrumentor:
             return result
 
         return create
-
-
-# The model call under way in this context, while the client's own method runs: the client's retry
-# hook (``retried``) counts its retries on it.
-_calling: ContextVar[LlmCall | None] = ContextVar("looptrace_client_call", default=None)
-
-
-def calling_now() -> LlmCall | None:
-    """The call whose client method is running in this context, if any."""
-    return _calling.get()
-
-
-class _InCall:
-    """The call current while its client method runs: for the retry hook always; as OpenTelemetry's
-    current span only when ``parent`` (something records spans the client makes under it)."""
-
-    __slots__ = ("_call", "_parent", "_token", "_otel")
-
-    def __init__(self, call: LlmCall | None, parent: bool) -> None:
-        self._call, self._parent = call, parent
-
-    def __enter__(self) -> None:
-        self._token = _calling.set(self._call)
-        self._otel = (otel_context.attach(trace.set_span_in_context(self._call.span))
-                      if self._parent and self._call is not None else None)
-
-    def __exit__(self, et: Any, ev: BaseException | None, tb: Any) -> None:
-        if self._otel is not None:
-            otel_context.detach(self._otel)
-        _calling.reset(self._token)
-        # What ``trace.use_span`` did with an error the call raised, whether or not the span was current.
-        if isinstance(ev, Exception) and self._call is not None and self._call.span.is_recording():
-            self._call.span.record_exception(ev)
-            self._call.span.set_status(Status(StatusCode.ERROR, f"{type(ev).__name__}: {ev}"))

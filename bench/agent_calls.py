@@ -15,7 +15,7 @@ its client has a tracer provider, given or global. In the variants above none ha
 provider is their own, not global, and looptrace's client is given none. ``openinference+global``
 and ``openllmetry+global`` set their provider global, as their docs set them up
 (``phoenix.otel.register``, ``Traceloop.init``), so the SDK's span is made and exported too;
-``looptrace+sdk`` gives the client looptrace's provider (the README's setup), so looptrace stores it.
+``looptrace+sdk`` gives the client looptrace's provider (``open_telemetry=``), so looptrace stores it.
 
 The loop is an agent's: conversations start at 11 messages and grow by a tool_use and its
 tool_result per call to 59, then a new conversation starts (so 200 calls make 8 conversations).

@@ -15,7 +15,7 @@ its client has a tracer provider (given, or global). The row's peers use a provi
 global, and looptrace's client is given none, so in the row nobody pays for that span. The note gives
 what each peer costs with its provider set global as its docs set it up (``phoenix.otel.register``,
 ``Traceloop.init``: the SDK's span made and exported too) and what looptrace costs when the client
-traces into its provider (the README's setup: the SDK's span stored too).
+is given its provider (``open_telemetry={"tracer_provider": ...}``: the SDK's span stored too).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def _global_note(results: dict[str, list[dict[str, Any]]], bare: float, ours: fl
     return (f"with the SDK's own span made too (not this row's setup): OpenInference {cost['openinference+global']:.2f} "
             f"ms and OpenLLMetry {cost['openllmetry+global']:.2f} ms with their provider set global (phoenix.otel."
             f"register / Traceloop.init), looptrace {cost['looptrace+sdk']:.2f} ms with the client given its "
-            f"provider (README); ratio there {cost['looptrace+sdk'] / cost['openllmetry+global']:.2f}x vs OpenLLMetry")
+            f"provider (open_telemetry=, the SDK's span stored); ratio there {cost['looptrace+sdk'] / cost['openllmetry+global']:.2f}x vs OpenLLMetry")
 
 
 def _results(results: dict[str, list[dict[str, Any]]], storage: dict[str, Any], calls: int,

@@ -10,6 +10,13 @@ exporter, as their docs set them up), ``looptrace+guard`` (the instrumentor with
 as OTLP protobuf (not timed). Each variant runs in its own process because every instrumentor
 patches the SDK's classes globally.
 
+The anthropic SDK (2.16) makes a span of its own for every call (``anthropic.messages.create``) when
+its client has a tracer provider, given or global. In the variants above none has: the peers'
+provider is their own, not global, and looptrace's client is given none. ``openinference+global``
+and ``openllmetry+global`` set their provider global, as their docs set them up
+(``phoenix.otel.register``, ``Traceloop.init``), so the SDK's span is made and exported too;
+``looptrace+sdk`` gives the client looptrace's provider (``open_telemetry=``), so looptrace stores it.
+
 The loop is an agent's: conversations start at 11 messages and grow by a tool_use and its
 tool_result per call to 59, then a new conversation starts (so 200 calls make 8 conversations).
 """
@@ -107,6 +114,11 @@ def _setup(variant: str, db: Path) -> tuple[Any, Any]:
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
+    if variant.endswith("+global"):
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(provider)
+        variant = variant.removesuffix("+global")
     if variant == "openinference":
         from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInference
 
@@ -128,7 +140,9 @@ def _store_bytes(db: Path) -> int:
 
 def main(variant: str, base_url: str, db: str, calls: int) -> dict[str, Any]:
     flush, kept = _setup(variant, Path(db))
-    client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0)
+    # looptrace+sdk: the client traces into looptrace's provider, so the SDK's own span is stored too.
+    traced = {"open_telemetry": {"tracer_provider": kept.provider}} if variant == "looptrace+sdk" else {}
+    client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0, **traced)
     conversation_calls(client, WARMUP, start=10_000)  # imports, connection pool, lazy paths
     flush()
     cpu0, wall0, own0 = time.process_time(), time.perf_counter(), time.thread_time()

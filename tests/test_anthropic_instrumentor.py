@@ -81,6 +81,36 @@ def test_an_uninstrumented_agent_becomes_a_run_with_steps(db: Path, tracing: Tra
     assert json.loads(system) == "Be brief." and json.loads(tools) == TOOLS
 
 
+def test_retries_are_counted_without_the_sdks_own_span(db: Path, tracing: Tracing) -> None:
+    # A client that does not trace into looptrace's provider (the SDK's default, with no global provider):
+    # its own span is not recorded, so the chat span is not made current for it, and the instrumentor
+    # counts the SDK's retries itself.
+    script = [Fault(529, retry_after=0.01), Fault(500, "api_error", retry_after=0.01), tool_use(1, "a.txt"),
+              Reply([{"type": "text", "text": "a.txt says alpha"}]),
+              Fault(529, retry_after=0.01), Reply([{"type": "text", "text": "ok"}])]
+    with MessagesServer(script) as server:
+        client = anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=2)
+        answer = small_agent(client, "What is in a.txt?")
+
+        async def async_call() -> None:  # the async client's retries too
+            aclient = anthropic.AsyncAnthropic(api_key="t", base_url=server.base_url, max_retries=1)
+            await aclient.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "x"}])
+
+        asyncio.run(async_call())
+    tracing.shutdown()
+    assert answer == "a.txt says alpha"
+    assert query(db, "SELECT step, stop_reason, retries, error FROM llm_calls ORDER BY started_at") == [(1, "tool_use", 2, None), (2, "end_turn", 0, None), (1, "end_turn", 1, None)]
+    assert query(db, "SELECT count(*) FROM spans WHERE name LIKE 'anthropic.%'") == [(0,)]
+    # The request id the SDK's span kept is on the chat span: the server's id of the answered attempt.
+    ids = query(db, """SELECT attributes->>'$."anthropic.request.id"' FROM spans WHERE name LIKE 'chat %'
+                       ORDER BY start_time""")
+    assert ids == [("req_000000000000000000000003",), ("req_000000000000000000000004",),
+                   ("req_000000000000000000000006",)]
+    events = query(db, "SELECT events FROM spans WHERE name = 'chat claude-haiku-4-5' ORDER BY start_time")
+    assert [[(e["name"], e["attributes"]) for e in json.loads(row[0] or "[]")] for row in events][:1] == [
+        [("retry", {"attempt": 1, "error": "HTTP 529"}), ("retry", {"attempt": 2, "error": "HTTP 500"})]]
+
+
 def test_streaming_and_async_calls_are_recorded(db: Path, tracing: Tracing) -> None:
     hello = Reply([{"type": "text", "text": "Hello there"}])
     with MessagesServer([hello, hello, hello]) as server:

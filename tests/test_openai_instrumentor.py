@@ -150,6 +150,18 @@ def test_looptrace_serve_plays_an_openai_client_run_back(db: Path, tracing: Trac
             client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "something else"}])
 
 
+def test_the_sdks_retries_are_counted_on_the_call(db: Path, tracing: Tracing) -> None:
+    answers = iter([{"status": 503, "error": {"message": "overloaded", "type": "server_error"}},
+                    {"content": "hello after a retry"}])
+    with ChatCompletionsServer(lambda body: next(answers)) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=1)
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+    tracing.shutdown()
+    assert len(server.requests) == 2
+    assert query(db, "SELECT retries, error FROM llm_calls") == [(1, None)]
+    assert query(db, "SELECT status, answer FROM runs") == [("ok", "hello after a retry")]
+
+
 def test_async_calls_are_recorded(db: Path, tracing: Tracing) -> None:
     async def run(url: str) -> None:
         client = openai.AsyncOpenAI(base_url=url, api_key="test", max_retries=0)

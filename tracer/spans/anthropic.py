@@ -3,9 +3,11 @@
 ``AnthropicInstrumentor`` wraps ``Messages.create`` (sync and async, streamed or not) and
 ``Messages.stream`` with a ``chat {model}`` span that records what replay needs and the SDK's own
 span lacks: the whole request (system prompt, tools, parameters, stored as a delta against the
-previous call) and the whole response. The SDK's own ``anthropic.messages.create`` span (emitted when
-the client's tracer provider is ours, e.g. ``Tracing(set_global=True)``) nests under it and keeps
-the HTTP details (status, resend count, request id); the ``llm_calls`` view reads retries from it.
+previous call) and the whole response, and the SDK's retries (counted as its retry sleep begins).
+The SDK's own ``anthropic.messages.create`` span (made when the client has a tracer provider: ours,
+given as ``open_telemetry={"tracer_provider": ...}``, or a global one) nests under it and keeps the
+HTTP details (status, resend count, request id). With no provider the chat span is not made current
+during the call: the SDK would make a non-recording span of it only to send ``traceparent`` headers.
 
 The recording (implicit runs, tool results, streams, the guard) is the core every client instrumentor
 shares (``client.py``); this module is the Messages API's dialect and the methods to patch.
@@ -19,7 +21,8 @@ from typing import Any
 from opentelemetry import trace
 
 from . import conversation as conv
-from .client import Accumulator, ClientInstrumentor, Done, _nullcontext
+from .client import Accumulator, ClientInstrumentor, Done
+from .inflight import retry_patches
 from .manual import LlmCall
 
 __all__ = ["AnthropicInstrumentor", "MessagesDialect", "pair_results"]
@@ -75,14 +78,37 @@ class AnthropicInstrumentor(ClientInstrumentor):
     def _patches(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
         from anthropic.resources.messages import AsyncMessages, Messages
 
-        return [(Messages, "create", lambda o: self.wrap(o, _MessageEvents)),
-                (AsyncMessages, "create", lambda o: self.wrap_async(o, _MessageEvents)),
-                (Messages, "stream", self._wrap_stream)]
+        from anthropic._base_client import AsyncAPIClient, SyncAPIClient
+
+        patches: list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+            (Messages, "create", lambda o: self.wrap(o, _MessageEvents)),
+            (AsyncMessages, "create", lambda o: self.wrap_async(o, _MessageEvents)),
+            (Messages, "stream", self._wrap_stream)]
+        # The SDK retries inside ``create`` (429, 5xx, connection errors); each retry sleeps here first.
+        # Counted on the call under way, so ``llm_calls.retries`` is right with or without the SDK's span.
+        return patches + retry_patches(SyncAPIClient, AsyncAPIClient)
+
+    def records_client_spans(self, resource: Any) -> bool:
+        """Whether the SDK's own ``anthropic.messages.create`` span is recorded: the client was given a
+        tracer provider, or a global one is set. Else the SDK, finding the chat span current, would
+        make a non-recording span of its context only to write ``traceparent`` headers into the request
+        (about a tenth of the instrumentor's CPU per call, measured), which nothing here reads; so the
+        chat span is made current only when the SDK's span is recorded and must nest under it."""
+        options = getattr(getattr(resource, "_client", None), "_open_telemetry", None)
+        if not isinstance(options, Mapping):
+            return True  # a client this module does not know: as before, the chat span is current
+        traces = options.get("traces")
+        if isinstance(traces, Mapping) and traces.get("enabled") is False:
+            return False
+        if options.get("tracer_provider") is not None:
+            return True
+        return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
     def _wrap_stream(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def stream(resource: Any, *args: Any, **kwargs: Any) -> Any:
             # The SDK's manager is made on entry, from the request the guard let through.
-            return _RecordingStreamManager(lambda request: original(resource, *args, **request), self, dict(kwargs))
+            return _RecordingStreamManager(lambda request: original(resource, *args, **request), self, dict(kwargs),
+                                           resource)
 
         return stream
 
@@ -131,8 +157,9 @@ class _RecordingStreamManager:
     """Wraps ``Messages.stream(...)``: records the stream's final snapshot when the block exits."""
 
     def __init__(self, make: Callable[[dict[str, Any]], Any], instrumentor: AnthropicInstrumentor,
-                 request: dict[str, Any]) -> None:
+                 request: dict[str, Any], resource: Any) -> None:
         self._make = make
+        self._resource = resource
         self._manager: Any = None
         self._instrumentor = instrumentor
         self._request = request
@@ -143,7 +170,7 @@ class _RecordingStreamManager:
         self._call = self._instrumentor._begin(self._request)
         try:
             self._manager = self._make(dict(self._call.request) if self._call else self._request)
-            with trace.use_span(self._call.span, end_on_exit=False) if self._call else _nullcontext():
+            with self._instrumentor.calling(self._call, self._resource):
                 self._stream = self._manager.__enter__()
         except BaseException as exc:
             self._instrumentor._end(self._call, error=exc)

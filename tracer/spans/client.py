@@ -21,11 +21,9 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from opentelemetry import trace
 
 from ..guard import Guard, GuardTripped
 from ..records.conventions import TOOL_NOT_FOUND
@@ -33,15 +31,14 @@ from ..records.digests import ConversationDigest
 from ..records.requests import RequestLog
 from .callstep import CallStep
 from .conversation import extends
+from .inflight import InCall
 from .manual import LlmCall, Run, Step, ToolCall, current_run, current_step
+from .streams import Accumulator, Done, RecordingAsyncStream, RecordingStream
 from .tracing import Tracing
 
 __all__ = ["Dialect", "ClientInstrumentor", "Accumulator", "RecordingStream", "RecordingAsyncStream", "Done"]
 
 log = logging.getLogger("looptrace.instrumentor")
-
-Done = Callable[[Any, BaseException | None], None]  # called once with (final response | None, error | None)
-
 
 class Dialect(Protocol):
     """How one client's requests and responses read, as plain data."""
@@ -228,6 +225,13 @@ class ClientInstrumentor:
         if call is None:
             return
         try:
+            # The provider's id of the request (the SDKs keep it on the response object, or on the
+            # error): what its support asks for. On the chat span, so that it is kept without the SDK's
+            # own span (which a client without a tracer provider does not make).
+            request_id = getattr(message if error is None else error, "_request_id" if error is None else "request_id",
+                                 None)
+            if isinstance(request_id, str) and request_id:
+                call.span.set_attribute(f"{self.dialect.provider}.request.id", request_id)
             # The SDK's response as plain data once, for both the span and the implicit run's step.
             if message is not None:
                 message = self.dialect.plain(message)
@@ -278,6 +282,18 @@ class ClientInstrumentor:
             except Exception:  # noqa: BLE001
                 log.debug("looptrace: could not store an unanswered tool call", exc_info=True)
 
+    # -- the call under way -------------------------------------------------------------------------
+
+    def calling(self, call: LlmCall | None, resource: Any) -> InCall:
+        """The context a client method runs in: ``call`` known to the retry hook, and current for
+        OpenTelemetry when the client's own spans are recorded (``records_client_spans``)."""
+        return InCall(call, call is not None and self.records_client_spans(resource))
+
+    def records_client_spans(self, resource: Any) -> bool:
+        """Whether spans the client makes during a call are recorded anywhere, so the chat span must
+        be their parent. A client's dialect that can tell otherwise says so; by default, yes."""
+        return True
+
     # -- wrappers ---------------------------------------------------------------------------------
 
     def wrap(self, original: Callable[..., Any], stream: Callable[[Done], Accumulator] | None = None,
@@ -287,7 +303,7 @@ class ClientInstrumentor:
             call = self._begin(self.dialect.request(kwargs))
             if call is not None:
                 kwargs = dict(call.request)
-            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+            with self.calling(call, resource):
                 try:
                     result = original(resource, *args, **kwargs)
                 except BaseException as exc:
@@ -306,7 +322,7 @@ class ClientInstrumentor:
             call = self._begin(self.dialect.request(kwargs))
             if call is not None:
                 kwargs = dict(call.request)
-            with trace.use_span(call.span, end_on_exit=False) if call else _nullcontext():
+            with self.calling(call, resource):
                 try:
                     result = await original(resource, *args, **kwargs)
                 except BaseException as exc:
@@ -318,109 +334,3 @@ class ClientInstrumentor:
             return result
 
         return create
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-class Accumulator:
-    """Builds a stream's final response from its events; ``finish`` reports it (or the error) once."""
-
-    def __init__(self, done: Done) -> None:
-        self._done = done
-        self.snapshot: Any = None
-        self._finished = False
-
-    def add(self, event: Any) -> None:
-        """Fold one event into ``snapshot`` (a client's subclass)."""
-        raise NotImplementedError
-
-    def feed(self, event: Any) -> None:
-        try:
-            self.add(event)
-        except Exception:  # noqa: BLE001
-            log.debug("looptrace: could not accumulate a stream event", exc_info=True)
-
-    def finish(self, error: BaseException | None = None) -> None:
-        if not self._finished:
-            self._finished = True
-            if error is None and self.snapshot is None:
-                error = RuntimeError("stream closed before any event")
-            self._done(self.snapshot if error is None else None, error)
-
-
-class RecordingStream:
-    """Passes a stream through unchanged while accumulating the final response."""
-
-    def __init__(self, stream: Any, acc: Accumulator) -> None:
-        self._stream = stream
-        self._acc = acc
-
-    def __iter__(self) -> Iterator[Any]:
-        try:
-            for event in self._stream:
-                self._acc.feed(event)
-                yield event
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.finish()
-
-    def __next__(self) -> Any:  # the SDKs' streams are iterators too
-        try:
-            event = next(self._stream)
-        except StopIteration:
-            self._acc.finish()
-            raise
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.feed(event)
-        return event
-
-    def __enter__(self) -> RecordingStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._stream.close()
-        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-class RecordingAsyncStream:
-    def __init__(self, stream: Any, acc: Accumulator) -> None:
-        self._stream = stream
-        self._acc = acc
-
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        try:
-            async for event in self._stream:
-                self._acc.feed(event)
-                yield event
-        except BaseException as exc:
-            self._acc.finish(exc)
-            raise
-        self._acc.finish()
-
-    async def __aenter__(self) -> RecordingAsyncStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self._stream.close()
-        self._acc.finish(None if self._acc.snapshot is not None else RuntimeError("stream closed early"))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)

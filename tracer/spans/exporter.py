@@ -43,6 +43,11 @@ class DuckDBSpanExporter(SpanExporter):
         # ``write_spans`` spans (a segment's size), whichever comes first.
         self.write_delay = write_delay
         self.write_spans = write_spans
+        # Whether rows that are not spans (a run's start record) may wait for the next segment of spans
+        # instead of making one of their own (``hold_rows``): the batch processor sets it, since it
+        # writes what is held every ``write_delay``; a process that must store each run at once (a
+        # forked or multiprocessing child, ``export_each_run``) clears it.
+        self.hold_starts = False
         self._pending = PendingRows()
         self._write_lock = threading.Lock()  # held while a segment of pending rows is written
         self._shutdown = False
@@ -112,6 +117,26 @@ class DuckDBSpanExporter(SpanExporter):
             due = bool(self._pending) and self._pending.age() >= self.write_delay
         if due:
             self.write_pending()
+
+    def hold_rows(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> bool:
+        """Rows that are not spans (a run's start record) prepared and held with the spans' rows, to be
+        written in the next segment (within ``write_delay``, as a quiet agent's spans are), when
+        ``hold_starts``; else written at once as their own segment. Never raises.
+
+        A segment per run start cost a Parquet write and two fsyncs each (2.4-3.0 ms CPU; in the
+        instrumentor bench, a run every 25 calls, 0.09-0.12 ms per call, ~10% of the instrumentor's
+        cost); held, a run start costs its preparation only. A run's start is durable within
+        ``write_delay`` (0.5 s) of its start instead of a few milliseconds."""
+        if not self.hold_starts or self.write_delay <= 0 or self._shutdown:
+            return self.write_rows(rows)
+        try:
+            prepared = self.sink.prepare(rows, to_hold=True)
+            with self._write_lock:
+                self._pending.add(prepared, 0)
+            return True
+        except Exception as exc:  # noqa: BLE001 - telemetry must never raise into the agent
+            self._failed(0, f"{type(exc).__name__}: {exc}")
+            return False
 
     def write_rows(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> bool:
         """Write rows that are not spans (a run's start record, stats) right away. Never raises."""

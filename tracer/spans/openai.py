@@ -18,6 +18,7 @@ from typing import Any
 
 from ..records.text import to_json
 from .client import Accumulator, ClientInstrumentor, Done
+from .inflight import retry_patches
 
 __all__ = ["OpenAIInstrumentor", "OpenAIDialect"]
 
@@ -147,12 +148,14 @@ class OpenAIInstrumentor(ClientInstrumentor):
 
     def _patches(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
         from openai.resources.chat.completions import AsyncCompletions, Completions
+        from openai._base_client import AsyncAPIClient, SyncAPIClient
         from openai.resources.responses import AsyncResponses, Responses
 
         return [(Completions, "create", lambda o: self.wrap(o, _ChatChunks)),
                 (AsyncCompletions, "create", lambda o: self.wrap_async(o, _ChatChunks)),
                 (Responses, "create", lambda o: self.wrap(o, _ResponseEvents)),
-                (AsyncResponses, "create", lambda o: self.wrap_async(o, _ResponseEvents))]
+                (AsyncResponses, "create", lambda o: self.wrap_async(o, _ResponseEvents))
+                ] + retry_patches(SyncAPIClient, AsyncAPIClient)  # the SDK's retries, counted on the call
 
 
 class _ChatChunks(Accumulator):

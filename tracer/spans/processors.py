@@ -59,6 +59,7 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         # SIGINT to the main thread: see ``forking.signals_to_main_thread``.
         exporter.write_delay = schedule_delay_millis / 1000
         exporter.write_spans = max_export_batch_size
+        exporter.hold_starts = True  # this processor's worker writes held rows every write_delay
         around_fork_threads(lambda: super(BackpressureSpanProcessor, self).__init__(
             exporter,
             max_queue_size=max_queue_size,
@@ -91,8 +92,10 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
         """Export each run the moment it ends. For child processes: a forked child may leave by
         ``os._exit`` (multiprocessing's workers do, os.fork users may) and a pool's workers are ended
         by SIGTERM, both skipping every exit hook, so the spans still queued would be lost. A run is
-        coarse: one segment per run, not per span."""
+        coarse: one segment per run, not per span. A run's start record is written at once too, not
+        held for the next segment: a child ended by SIGTERM keeps the start of the run it was in."""
         self._export_each_run = True
+        self._exporter.hold_starts = False
 
     def on_end(self, span: ReadableSpan) -> None:
         if not span.context or not span.context.trace_flags.sampled:
@@ -122,11 +125,14 @@ class BackpressureSpanProcessor(BatchSpanProcessor):
 
 
 class RunStartProcessor(SpanProcessor):
-    """Writes a run's start record soon after its invoke_agent span starts, so a run whose process
+    """Stores a run's start record soon after its invoke_agent span starts, so a run whose process
     is killed still shows up (as ``incomplete``) with its agent, task and model.
 
-    The write (a segment, fsynced) happens on this processor's own thread, never on the agent's:
-    ``on_start`` only queues the row. Rows queued together are written as one segment.
+    The record is prepared (redacted) on this processor's own thread, never on the agent's:
+    ``on_start`` only queues the row. Beside the batch processor it is then held with the spans'
+    rows and written in their next segment, within ``schedule_delay_millis`` (0.5 s) of the start,
+    as the run's first steps are (``DuckDBSpanExporter.hold_rows``); a process that stores each run
+    as it ends (a forked or multiprocessing child) writes it at once, as its own fsynced segment.
     """
 
     def __init__(self, exporter: DuckDBSpanExporter) -> None:
@@ -172,7 +178,11 @@ class RunStartProcessor(SpanProcessor):
                 self._in_flight = len(rows)
                 if not rows:
                     return
-            self._exporter.write_rows({"run_records": rows})  # never raises; failures are counted
+            rows_of = {"run_records": rows}
+            if _in_child_process():  # a pool worker ended by SIGTERM keeps the run it was in
+                self._exporter.write_rows(rows_of)  # never raises; failures are counted
+            else:
+                self._exporter.hold_rows(rows_of)  # never raises; failures are counted
             with self._cond:
                 self._in_flight = 0
                 self._cond.notify_all()

@@ -136,8 +136,9 @@ SELECT run_id, step, call_index, tool_call_id, tool, args, action_key, progress_
 FROM {tool_call_records}
 """)
 
-# Retries are what the caller recorded, or the resend count of the anthropic SDK's own span for the
-# call (it nests under the chat span when the client traces into the same provider).
+# Retries are what the caller recorded (the Anthropic instrumentor counts the SDK's retries itself), or
+# the resend count of the anthropic SDK's own span for the call when there is one (it nests under the
+# chat span when the client traces into the same provider), whichever is larger.
 _LLM_CALL_COLUMNS = """l.run_id, l.step, l.call_id, l.base_call_id, l.provider, l.model, l.response_model,
        l.started_at, l.ended_at, date_diff('millisecond', l.started_at, l.ended_at) AS latency_ms,
        l.params, l.system_sha, l.tools_sha, l.messages_keep, l.request_sha, l.stop_reason,

@@ -456,20 +456,24 @@ def test_generic_chat_keeps_a_recorded_round_limit(tmp_path: Path) -> None:
     assert t.attributes["max_round"] == 3 and "max_turns" not in t.attributes  # a flag is not a limit
 
 
-@pytest.mark.parametrize(("name", "messages", "status"), [
-    ("the assistant's reply is its answer", [_ASK, _turn(None, "Day 1: Belem.")], "ok"),
-    ("stops on a tool call", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]}], "incomplete"),
-    ("stops on a tool result", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "3 hotels"}], "incomplete"),
-    ("stops on the user's message", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete"),
+_CALL = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "search", "arguments": "{}"}}]}
+_RESULT = {"role": "tool", "tool_call_id": "c1", "content": "3 hotels"}
+
+
+@pytest.mark.parametrize(("name", "messages", "status", "answer"), [
+    ("the assistant's reply is its answer", [_ASK, _turn(None, "Day 1: Belem.")], "ok", "Day 1: Belem."),
+    ("its reply after a tool result is its answer", [_ASK, _CALL, _RESULT, _turn(None, "Hotel Tivoli.")], "ok",
+     "Hotel Tivoli."),
+    ("stops on a tool call", [_ASK, _CALL], "incomplete", None),
+    ("stops on a tool result", [_ASK, _CALL, _RESULT], "incomplete", None),
+    ("stops on the user's message", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete", None),
     ("two named assistants take turns: a group chat", [_ASK, _turn("planner", "Day 1."), _turn("critic", "Ok.")],
-     "incomplete"),
+     "incomplete", "Ok."),
 ])
-def test_openai_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str) -> None:
+def test_openai_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str,
+                         answer: str | None) -> None:
     fmt, (t,) = parse_file(write(tmp_path / "chat.json", {"messages": messages, "model": "gpt-4o"}))
-    assert t.status == status, (name, fmt)
+    assert (t.status, t.answer) == (status, answer), (name, fmt)
 
 
 # -- damaged files and the runner -------------------------------------------------------------------------

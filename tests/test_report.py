@@ -122,6 +122,15 @@ def test_report_command_writes_a_page_and_refuses_an_unknown_run(demo: Path, tmp
     bad = subprocess.run([looptrace, "report", "nope", "--db", str(demo), "-o", str(tmp_path / "n.html")],
                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
     assert bad.returncode == 1 and "no run 'nope'" in bad.stderr and not (tmp_path / "n.html").exists()
+    # A folder named with a trailing slash gets RUN_ID.html in it (it was written as a file named 'pages');
+    # an unknown run leaves no folder behind.
+    into = subprocess.run([looptrace, "report", run_id[:12], "--db", str(demo), "-o", f"{tmp_path / 'pages'}/"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert into.returncode == 0, into.stderr
+    assert (tmp_path / "pages" / f"{run_id[:12]}.html").read_text().startswith("<!DOCTYPE html>")
+    gone = subprocess.run([looptrace, "report", "nope", "--db", str(demo), "-o", f"{tmp_path / 'none'}/"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert gone.returncode == 1 and not (tmp_path / "none").exists()
 
 
 def test_a_store_without_diagnoses_says_so(tmp_path: Path) -> None:

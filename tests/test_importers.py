@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -518,6 +519,19 @@ def test_damaged_files_are_skipped_with_a_reason_and_never_half_imported(tmp_pat
                 "SELECT count(*), count(DISTINCT run_id) FROM tool_call_records",
                 "SELECT source FROM runs") == [[(1,)], [(3, 1)], [(source,)]]
 
+
+
+def test_a_named_pipe_in_a_folder_is_skipped_not_read(tmp_path: Path, db: Path) -> None:
+    """A folder walk opened every name it met: a named pipe blocked the import for ever on its first read.
+    Run as a child with a deadline, so the old code fails instead of hanging the suite."""
+    folder = tmp_path / "in"
+    write(folder / "gpt-4o" / "ok.traj", swe0())
+    os.mkfifo(folder / "feed.jsonl")
+    done = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "import", str(folder), "--db", str(db)],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"skipped {(folder / 'feed.jsonl').resolve()}: not a regular file" in done.stdout + done.stderr
+    assert rows(db, "SELECT count(*) FROM runs") == [[(1,)]]
 
 def test_a_file_that_cannot_be_stored_does_not_sink_its_batch(tmp_path: Path, db: Path) -> None:
     unstorable = mini()

@@ -133,6 +133,14 @@ def test_mini_swe_agent_2_tool_calls(mini_logs: Path) -> None:
         (None, "unparseable"), ("python", "tool_not_found"), ("echo", None)]
 
 
+def test_mini_swe_agent_cost_of_0_after_model_calls_is_unknown(mini_logs: Path) -> None:
+    """mini-swe-agent raises on a call it cannot price unless told to ignore it, and then counts 0.0: a
+    run that called its model for $0 has an unknown cost (NULL), not a free one; the 0 is kept."""
+    _, (run,) = parse_file(mini_logs / "unpriced.traj.json")
+    assert run.status == "ok" and run.attributes["api_calls"] == 1
+    assert run.cost_usd is None and run.attributes["instance_cost"] == 0.0
+
+
 # -- OpenHands (hand-written, modelled on the serialized events of OpenHands 0.x) -------------------------
 
 

@@ -139,6 +139,7 @@ def test_a_session_whose_model_calls_fail_is_an_error(db: Path, written: codex_w
     run = _run(db, written, "model_error")
     assert run["status"] == "error" and run["label"] == "error" and run["n_steps"] == 0
     assert run["error"] and run["attributes"]["turns"][0]["error_kind"] == "internal_server_error"
+    assert run["error"].endswith("(internal_server_error)"), run["error"]  # the CLI's words say "high demand"
 
 
 def test_a_session_interrupted_mid_command_is_not_ok(db: Path, written: codex_writer.Written) -> None:

@@ -189,3 +189,18 @@ def test_the_status_and_the_verdict_are_each_named_for_whose_word_they_are(
     assert "status (how the run ended, as recorded):" in line and "verdict (the primary diagnosis):" in line
     said, verdict = line.split(" · ")
     assert status_tag in said and verdict_tag in verdict
+
+
+def test_a_run_whose_source_kept_no_model_calls_says_so(demo: Path, tmp_path: Path) -> None:
+    """An imported transcript's page said "model calls 0": its calls were made, its file kept none."""
+    from looptrace.tracer.ingest.files.importing import write_trajectories
+    from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
+
+    store = Store(tmp_path / "imported.duckdb")
+    write_trajectories(store, [Trajectory(source="t.json", agent="a", status="ok", steps=[
+        ImportedStep(step=1, tool="ls", args={}, observation="a.txt"), ImportedStep(step=2, thought="Done.")])])
+    [(run_id,)] = query(store.path, "SELECT run_id FROM runs")
+    report = load_report(store, run_id)
+    assert report is not None and "<dt>model calls</dt><dd>not recorded</dd>" in render_run(report)
+    traced = load_report(Store(demo), load_index(Store(demo))[0][0].run_id)
+    assert traced is not None and re.search(r"<dt>model calls</dt><dd>[1-9][\d,]*</dd>", render_run(traced))

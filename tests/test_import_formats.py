@@ -383,3 +383,22 @@ def test_inspect_model_calls_count_the_cache_in_whatever_the_provider(
     _model_event({"event": "model", "model": "claude-sonnet-4-5", "output": output.model_dump(mode="json")},
                  1, steps, made, {})
     assert (made[0].input_tokens, made[0].cache_read_tokens, steps[0].context_tokens) == (counted, 1000, counted)
+
+
+def test_a_session_log_cut_mid_line_imports_its_whole_lines_as_incomplete(tmp_path: Path) -> None:
+    """Claude Code appends a line per content block: a session killed mid-write (or read while it writes)
+    ends in a cut line, and was skipped whole. Its whole lines import; the session did not end there, while
+    the subagent that ended before it keeps its end. A file of one run a line still refuses a cut line."""
+    whole = "\n".join(json.dumps(e) for e in CLAUDE_SESSION) + "\n"
+    path = tmp_path / "cut.jsonl"
+    path.write_text(whole[:-30])
+    fmt, (main, sub) = parse_file(path)
+    assert fmt == "claude-code" and [s.step for s in main.steps] == [1, 2]  # the cut "Fixed." response is gone
+    assert main.status == "incomplete" and "cut line" in (main.error or "") and main.attributes["cut_line"]
+    assert sub.status == "ok" and sub.error is None
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
+                                                                                 "content": "hello"}]}) + "\n"
+                    + '{"messages": [{"role": "us')
+    with pytest.raises(TrajectoryFormatError, match="line 2: invalid JSON"):
+        parse_file(runs)

@@ -362,14 +362,16 @@ def test_claude_code_interrupted_and_api_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("input_tokens", "total_tokens", "counted"), [
-    (10, 10 + 20 + 1000 + 5, 1015),  # Anthropic's provider: the cache is on top of input_tokens
-    (1015, 1015 + 20, 1015),  # OpenAI's: input_tokens already hold the cached tokens
+    (10, 10 + 20 + 1000 + 5, 1015),  # Inspect's documented count: the cache is on top of input_tokens
+    (10, 0, 1015),  # ... also when no total was kept
+    (1015, 1015 + 20, 1015),  # older Inspect's OpenAI provider: input_tokens already hold the cached tokens
 ])
 def test_inspect_model_calls_count_the_cache_in_whatever_the_provider(
     input_tokens: int, total_tokens: int, counted: int,
 ) -> None:
-    """Inspect passes on each provider's count; the store's input_tokens include the cache either way, so
-    the prompt size and the price agree with a traced call's. The usage is Inspect's own type, dumped."""
+    """Inspect's input_tokens leave the cache out (older versions passed OpenAI's count, cache inside, on);
+    the store's include it either way, so the prompt size and the price agree with a traced call's. The
+    usage is Inspect's own type, dumped."""
     from inspect_ai.model import ModelOutput, ModelUsage
 
     from looptrace.tracer.ingest.files.inspect_log import _model_event

@@ -82,11 +82,11 @@ def _model_event(e: dict[str, Any], n: int, steps: list[ImportedStep], calls: li
     started, ended = iso_time(e.get("timestamp")), iso_time(e.get("completed"))
     inputs, read = whole(usage.get("input_tokens")), whole(usage.get("input_tokens_cache_read"))
     write, out = whole(usage.get("input_tokens_cache_write")), whole(usage.get("output_tokens"))
-    # Inspect passes on each provider's count: Anthropic's input_tokens leave the cache out (its
-    # total_tokens then adds the cache on top), OpenAI's include it. The store counts the cache in
-    # (docs/schema.md), so a total that adds it on top says to add it here.
+    # Inspect's ModelUsage.input_tokens leave the cache out ("the true total input token count is
+    # input_tokens + cache_read + cache_write"); older Inspect passed OpenAI's count on, cache inside,
+    # and its total_tokens then is input + output alone. The store counts the cache in (docs/schema.md).
     cache = (read or 0) + (write or 0)
-    if inputs is not None and cache and whole(usage.get("total_tokens")) == inputs + (out or 0) + cache:
+    if inputs is not None and cache and whole(usage.get("total_tokens")) != inputs + (out or 0):
         inputs += cache
     context = inputs
     first = as_dict(as_list(output.get("choices") or [{}], "choices")[0], "a choice")

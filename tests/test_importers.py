@@ -615,3 +615,12 @@ def test_corpus_imports_whole(db: Path) -> None:
     assert n_runs == 543 and fewest_steps >= 1
     again = import_paths(Store(db), [CORPUS])
     assert (again.runs_imported, again.runs_present, again.steps_imported) == (0, 543, 0)
+
+
+def test_an_unterminated_string_is_said_once() -> None:
+    """json's own words end in "at" ("Unterminated string starting at"): the reason read "at at line 1"."""
+    from looptrace.tracer.ingest.files.detect import loads
+
+    with pytest.raises(TrajectoryFormatError) as caught:
+        loads('{"a": "b')
+    assert str(caught.value) == "invalid JSON: Unterminated string starting at line 1 column 7"

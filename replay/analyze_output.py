@@ -56,9 +56,23 @@ class Row:
         return steps + text + "".join(f" (also: stagnation, steps {d.first_step}-{d.last_step})" for d in loops[:1])
 
 
+_CAUSE = 160  # characters of what a first sentence's colon introduces (an error's cause) in the short table
+
+
 def _first_sentence(text: str) -> str:
+    """The explanation's first sentence; one that ends on a colon keeps what the colon introduces (the
+    error a run ended on: "The run ended on an error at step 8" alone tells nothing), its first line,
+    cut to ``_CAUSE`` characters."""
     parts = _SENTENCE.split(text, maxsplit=1)
-    return parts[0].rstrip(":;") if len(parts) > 1 else text
+    if len(parts) == 1:
+        return text
+    head, rest = parts
+    if not head.endswith(":"):
+        return head.rstrip(";")
+    cause = rest.strip().splitlines()[0].strip() if rest.strip() else ""
+    if not cause:
+        return head.rstrip(":")
+    return head + " " + (cause if len(cause) <= _CAUSE else cause[:_CAUSE - 1].rstrip() + "…")
 
 
 def rows_for(results: Sequence[RunDiagnoses], runs: dict[str, tuple[str | None, datetime | None]]) -> list[Row]:

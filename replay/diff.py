@@ -31,7 +31,7 @@ class StepFacts:
     action: str  # the step's calls as text, to show ("" for a step without a tool)
     tokens: int | None  # None: the source recorded no token counts (not zero)
     cost_usd: float | None
-    latency_ms: int
+    latency_ms: int | None  # None: no model call of the step recorded its latency (not zero)
     key: str | None = None  # the step's action key (``records/actions.py``); without one, ``action``
     call_error: str | None = None  # the step's model call failed: its error (the step is no answer)
     tool_errors: tuple[str, ...] = ()  # its failed tool calls' error types ("error" where none was given)
@@ -148,11 +148,12 @@ def diff_runs(a: Sequence[StepFacts], b: Sequence[StepFacts]) -> RunDiff:
 
 
 # One row per step: the step's actions in call order (as text to show, and as the key they are
-# compared by), its tokens and cost, its model latency, the error of its failed model call (the latest,
+# compared by), its tokens and cost, its model latency (NULL when a call of the step has none, or the step
+# no call: an import without model calls has no latency, which is not 0 ms), the error of its failed model call (the latest,
 # cut to 300 characters) and the error types of its failed tool calls.
 STEP_FACTS_SQL = """
 WITH calls AS (
-    SELECT step, sum(latency_ms) AS latency_ms,
+    SELECT step, CASE WHEN count(*) = count(latency_ms) THEN sum(latency_ms) END AS latency_ms,
            arg_max(left(error, 300), started_at) FILTER (WHERE error IS NOT NULL) AS error
     FROM llm_calls WHERE run_id = $run_id AND step IS NOT NULL GROUP BY step
 )
@@ -160,7 +161,7 @@ SELECT s.step,
        string_agg(coalesce(s.tool, '') || ' ' || coalesce(CAST(json(s.args) AS VARCHAR), ''), ' | '
                   ORDER BY s.call_index) AS action,
        sum(s.input_tokens + s.output_tokens) AS tokens, sum(s.cost_usd) AS cost_usd,
-       coalesce(any_value(c.latency_ms), 0) AS latency_ms,
+       any_value(c.latency_ms) AS latency_ms,
        {step_key} AS action_key,
        any_value(c.error) AS call_error,
        list(coalesce(s.error_type, 'error') ORDER BY s.call_index) FILTER (WHERE s.is_error) AS tool_errors
@@ -171,7 +172,7 @@ WHERE s.run_id = $run_id GROUP BY s.run_id, s.step ORDER BY s.step
 
 def load_step_facts(conn: duckdb.DuckDBPyConnection, run_id: str) -> list[StepFacts]:
     return [StepFacts(int(r[0]), str(r[1]).strip(), None if r[2] is None else int(r[2]),
-                      None if r[3] is None else float(r[3]), int(r[4] or 0), r[5], r[6], tuple(r[7] or ()))
+                      None if r[3] is None else float(r[3]), None if r[4] is None else int(r[4]), r[5], r[6], tuple(r[7] or ()))
             for r in conn.execute(STEP_FACTS_SQL, {"run_id": run_id}).fetchall()]
 
 

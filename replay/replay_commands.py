@@ -166,7 +166,8 @@ def _diff(args: argparse.Namespace) -> int:
                                   b_exists=p.b is not None)),
                      _shown(delta(p.a and p.a.cost_usd, p.b and p.b.cost_usd, a_exists=p.a is not None,
                                   b_exists=p.b is not None), digits=6),
-                     (p.b.latency_ms if p.b else 0) - (p.a.latency_ms if p.a else 0)])
+                     _shown(delta(p.a and p.a.latency_ms, p.b and p.b.latency_ms, a_exists=p.a is not None,
+                                  b_exists=p.b is not None))])
         if mark == "~" and p.b is not None:  # B did something else at A's place: its action on a line of its own, under A's
             rows.append(["", "", "→ " + _described(p.b)[:48], "", "", "", ""])
     print(format_table(["", "step A", "action", "step B", "Δtokens", "Δcost_usd", "Δlatency_ms"], rows))

@@ -4,7 +4,8 @@ mini-swe-agent's own ``DefaultAgent`` runs in a ``LocalEnvironment`` (real shell
 on its deterministic tool-calling model, with the package's default config: ``ok.traj.json`` runs
 two commands in one response (one that does not exist), then submits; ``limit.traj.json`` lists the
 folder until its step limit stops it; ``format.traj.json`` answers without a tool call, then calls
-a tool that is not ``bash``, then submits. A child process keeps the package's global model stats
+a tool that is not ``bash``, then submits; ``unpriced.traj.json`` submits at once with the cost of 0.0
+mini-swe-agent's litellm model counts for a model it cannot price under ``cost_tracking: ignore_errors``. A child process keeps the package's global model stats
 out of the tests.
 """
 
@@ -52,6 +53,9 @@ def write(folder: Path) -> None:
     run(folder / "limit.traj.json", [reply("Again.", call(f"l{i}", "ls")) for i in range(5)], step_limit=3)
     run(folder / "format.traj.json", [reply("I will just answer."), reply("Python!", call("p1", "print(1)", "python")),
                                       reply("Fine.", call("s1", SUBMIT))])
+    unpriced = reply("Done.", call("u1", SUBMIT))
+    unpriced["extra"]["cost"] = 0.0  # what LitellmModel._calculate_cost returns when it may not raise
+    run(folder / "unpriced.traj.json", [unpriced])
 
 
 if __name__ == "__main__":

@@ -101,3 +101,24 @@ def test_run_takes_a_unique_prefix_and_says_so_when_it_names_none(db: Path) -> N
     missing = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "analyze", "--db", str(db), "--run", "zz-none"],
                              capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=60)
     assert missing.returncode == 1 and missing.stderr.strip() == "error: no run 'zz-none' in this store", missing
+
+
+def test_the_short_table_keeps_the_error_a_run_ended_on(tmp_path: Path) -> None:
+    """"The run ended on an error" alone loses the cause: the short form keeps what its colon introduces
+    (the first line, cut), and a first sentence that introduces nothing is shown as before."""
+    from looptrace.replay.analyze_output import Row
+    from looptrace.replay.analyzer import analyze_store
+
+    store = Store(tmp_path / "s.duckdb")
+    cause = "RateLimitError: 429 Too Many Requests for model gpt-4o"
+    write_trajectories(store, [
+        Trajectory(source="e.json", agent="a", status="error", error=cause + "\nTraceback (most recent call last): ...",
+                   steps=[ImportedStep(step=1, tool="search", args={"q": "x"}, observation="3 hits")]),
+        Trajectory(source="l.json", agent="a", status="error", error="x" * 400,
+                   steps=[ImportedStep(step=1, tool="search", args={"q": "y"}, observation="3 hits")])])
+    short = {r.run_id: Row(r, "a", None).evidence(full=False) for r in analyze_store(store)}
+    by_source = dict(query(store.path, "SELECT source, run_id FROM runs"))
+    assert short[by_source["e.json"]].rstrip(".") == f"step 1: The run ended on an error at step 1: {cause}", short
+    long_one = short[by_source["l.json"]]
+    assert long_one.startswith("step 1: The run ended on an error at step 1: xxx") and long_one.endswith("x…")
+    assert len(long_one) < 250

@@ -139,6 +139,7 @@ def test_a_session_whose_model_calls_fail_is_an_error(db: Path, written: codex_w
     run = _run(db, written, "model_error")
     assert run["status"] == "error" and run["label"] == "error" and run["n_steps"] == 0
     assert run["error"] and run["attributes"]["turns"][0]["error_kind"] == "internal_server_error"
+    assert run["error"].endswith("(internal_server_error)"), run["error"]  # the CLI's words say "high demand"
 
 
 def test_a_session_interrupted_mid_command_is_not_ok(db: Path, written: codex_writer.Written) -> None:
@@ -218,3 +219,24 @@ def test_a_rollout_cut_off_mid_command_is_incomplete(written: codex_writer.Writt
                                             "JOIN diagnoses d USING (run_id) WHERE d.is_primary")
     assert (status, label) == ("incomplete", "incomplete")
     assert json.loads(evidence)["reason"] == "stops mid-action"
+
+
+def test_a_rollout_whose_last_write_was_cut_is_imported_incomplete(
+    written: codex_writer.Written, tmp_path: Path,
+) -> None:
+    """A CLI killed mid-write (or a session imported while it writes) leaves its last line cut: the file was
+    skipped whole ("invalid JSON"), losing the session. Its whole lines import; it did not end there."""
+    whole = written.sessions["normal"].read_bytes()
+    (tmp_path / "rollout-cut.jsonl").write_bytes(whole[:-40])  # into the task_complete line
+    db = tmp_path / "s.duckdb"
+    assert "runs imported: 1" in _import(db, tmp_path)
+    [(status, error, answer, cut)] = query(db, "SELECT status, error, answer, attributes->>'cut_line' FROM run_records")
+    assert (status, answer) == ("incomplete", None) and cut.startswith("line ") and "cut line" in error
+    # A bad line with a newline after it is damage, not a cut write: the file is still refused.
+    lines = whole.decode().splitlines(keepends=True)
+    damaged = tmp_path / "damaged" / "rollout-bad.jsonl"
+    damaged.parent.mkdir()
+    damaged.write_text("".join(lines[:3] + ["{not json\n"] + lines[3:]))
+    done = subprocess.run([sys.executable, "-m", "looptrace.tracer.cli", "import", str(damaged), "--db",
+                           str(tmp_path / "t.duckdb")], env=python_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "line 4: invalid JSON" in done.stdout + done.stderr, done

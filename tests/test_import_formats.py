@@ -133,6 +133,14 @@ def test_mini_swe_agent_2_tool_calls(mini_logs: Path) -> None:
         (None, "unparseable"), ("python", "tool_not_found"), ("echo", None)]
 
 
+def test_mini_swe_agent_cost_of_0_after_model_calls_is_unknown(mini_logs: Path) -> None:
+    """mini-swe-agent raises on a call it cannot price unless told to ignore it, and then counts 0.0: a
+    run that called its model for $0 has an unknown cost (NULL), not a free one; the 0 is kept."""
+    _, (run,) = parse_file(mini_logs / "unpriced.traj.json")
+    assert run.status == "ok" and run.attributes["api_calls"] == 1
+    assert run.cost_usd is None and run.attributes["instance_cost"] == 0.0
+
+
 # -- OpenHands (hand-written, modelled on the serialized events of OpenHands 0.x) -------------------------
 
 
@@ -321,6 +329,28 @@ def test_claude_code_session_with_a_subagent(tmp_path: Path, db: Path) -> None:
     assert query(db, "SELECT count(*), count(parent_run_id) FROM runs") == [(2, 1)]
 
 
+
+def test_claude_code_tokens_count_the_cache_and_are_priced(tmp_path: Path, db: Path) -> None:
+    """Anthropic reports cache reads and writes beside input_tokens; the store counts them in, as a traced
+    call does, and a priced model's calls have a cost (they had 10 input tokens and no cost: a session
+    that reads mostly from its cache showed 1% of its prompt)."""
+    path = tmp_path / "projects" / "-w" / "3f2a.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(json.dumps(e) for e in CLAUDE_SESSION) + "\n")
+    import_paths(Store(db), [path])
+    one = (10 * 3.0 + 20 * 15.0 + 5 * 3.75 + 1000 * 0.30) / 1e6  # claude-sonnet-4-5 list prices
+    calls = query(db, "SELECT input_tokens, cache_read_tokens, cache_creation_tokens, output_tokens, cost_usd "
+                      "FROM llm_calls ORDER BY run_id, step")
+    assert [c[:4] for c in calls] == [(1015, 1000, 5, 20)] * 5
+    assert all(c[4] == pytest.approx(one) for c in calls), calls
+    [(tokens, cost)] = query(db, "SELECT input_tokens, cost_usd FROM runs WHERE parent_run_id IS NULL")
+    assert tokens == 3 * 1015 and cost == pytest.approx(3 * one)
+    unpriced = [{**e, "message": {**e["message"], "model": "my-own-model"}} if e.get("type") == "assistant" else e
+                for e in CLAUDE_SESSION]
+    (tmp_path / "u.jsonl").write_text("\n".join(json.dumps(e) for e in unpriced) + "\n")
+    import_paths(Store(db), [tmp_path / "u.jsonl"])
+    assert query(db, "SELECT count(*), count(cost_usd) FROM llm_calls WHERE model = 'my-own-model'") == [(5, 0)]
+
 def test_claude_code_interrupted_and_api_error(tmp_path: Path) -> None:
     interrupted = CLAUDE_SESSION[:4] + [cc("user", 4, [{"type": "text", "text": "[Request interrupted by user]"}])]
     api_error = CLAUDE_SESSION[:2] + [cc("assistant", 2, [{"type": "text", "text": "API Error: 529 Overloaded"}],
@@ -329,3 +359,48 @@ def test_claude_code_interrupted_and_api_error(tmp_path: Path) -> None:
         path = tmp_path / f"{status}.jsonl"
         path.write_text("\n".join(json.dumps(e) for e in entries))
         assert [t.status for t in parse_file(path)[1]] == [status]
+
+
+@pytest.mark.parametrize(("input_tokens", "total_tokens", "counted"), [
+    (10, 10 + 20 + 1000 + 5, 1015),  # Inspect's documented count: the cache is on top of input_tokens
+    (10, 0, 1015),  # ... also when no total was kept
+    (1015, 1015 + 20, 1015),  # older Inspect's OpenAI provider: input_tokens already hold the cached tokens
+])
+def test_inspect_model_calls_count_the_cache_in_whatever_the_provider(
+    input_tokens: int, total_tokens: int, counted: int,
+) -> None:
+    """Inspect's input_tokens leave the cache out (older versions passed OpenAI's count, cache inside, on);
+    the store's include it either way, so the prompt size and the price agree with a traced call's. The
+    usage is Inspect's own type, dumped."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    from looptrace.tracer.ingest.files.inspect_log import _model_event
+    from looptrace.tracer.ingest.files.trajectory import ImportedLLMCall, ImportedStep
+
+    output = ModelOutput.from_content("claude-sonnet-4-5", "Done.")
+    output.usage = ModelUsage(input_tokens=input_tokens, output_tokens=20, total_tokens=total_tokens,
+                              input_tokens_cache_read=1000, input_tokens_cache_write=5)
+    steps: list[ImportedStep] = []
+    made: list[ImportedLLMCall] = []
+    _model_event({"event": "model", "model": "claude-sonnet-4-5", "output": output.model_dump(mode="json")},
+                 1, steps, made, {})
+    assert (made[0].input_tokens, made[0].cache_read_tokens, steps[0].context_tokens) == (counted, 1000, counted)
+
+
+def test_a_session_log_cut_mid_line_imports_its_whole_lines_as_incomplete(tmp_path: Path) -> None:
+    """Claude Code appends a line per content block: a session killed mid-write (or read while it writes)
+    ends in a cut line, and was skipped whole. Its whole lines import; the session did not end there, while
+    the subagent that ended before it keeps its end. A file of one run a line still refuses a cut line."""
+    whole = "\n".join(json.dumps(e) for e in CLAUDE_SESSION) + "\n"
+    path = tmp_path / "cut.jsonl"
+    path.write_text(whole[:-30])
+    fmt, (main, sub) = parse_file(path)
+    assert fmt == "claude-code" and [s.step for s in main.steps] == [1, 2]  # the cut "Fixed." response is gone
+    assert main.status == "incomplete" and "cut line" in (main.error or "") and main.attributes["cut_line"]
+    assert sub.status == "ok" and sub.error is None
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
+                                                                                 "content": "hello"}]}) + "\n"
+                    + '{"messages": [{"role": "us')
+    with pytest.raises(TrajectoryFormatError, match="line 2: invalid JSON"):
+        parse_file(runs)

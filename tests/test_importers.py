@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -456,20 +457,24 @@ def test_generic_chat_keeps_a_recorded_round_limit(tmp_path: Path) -> None:
     assert t.attributes["max_round"] == 3 and "max_turns" not in t.attributes  # a flag is not a limit
 
 
-@pytest.mark.parametrize(("name", "messages", "status"), [
-    ("the assistant's reply is its answer", [_ASK, _turn(None, "Day 1: Belem.")], "ok"),
-    ("stops on a tool call", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]}], "incomplete"),
-    ("stops on a tool result", [_ASK, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "function": {"name": "search", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "3 hotels"}], "incomplete"),
-    ("stops on the user's message", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete"),
+_CALL = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "search", "arguments": "{}"}}]}
+_RESULT = {"role": "tool", "tool_call_id": "c1", "content": "3 hotels"}
+
+
+@pytest.mark.parametrize(("name", "messages", "status", "answer"), [
+    ("the assistant's reply is its answer", [_ASK, _turn(None, "Day 1: Belem.")], "ok", "Day 1: Belem."),
+    ("its reply after a tool result is its answer", [_ASK, _CALL, _RESULT, _turn(None, "Hotel Tivoli.")], "ok",
+     "Hotel Tivoli."),
+    ("stops on a tool call", [_ASK, _CALL], "incomplete", None),
+    ("stops on a tool result", [_ASK, _CALL, _RESULT], "incomplete", None),
+    ("stops on the user's message", [_ASK, _turn(None, "Which dates?"), _ASK], "incomplete", None),
     ("two named assistants take turns: a group chat", [_ASK, _turn("planner", "Day 1."), _turn("critic", "Ok.")],
-     "incomplete"),
+     "incomplete", "Ok."),
 ])
-def test_openai_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str) -> None:
+def test_openai_chat_end(tmp_path: Path, name: str, messages: list[dict[str, Any]], status: str,
+                         answer: str | None) -> None:
     fmt, (t,) = parse_file(write(tmp_path / "chat.json", {"messages": messages, "model": "gpt-4o"}))
-    assert t.status == status, (name, fmt)
+    assert (t.status, t.answer) == (status, answer), (name, fmt)
 
 
 # -- damaged files and the runner -------------------------------------------------------------------------
@@ -514,6 +519,19 @@ def test_damaged_files_are_skipped_with_a_reason_and_never_half_imported(tmp_pat
                 "SELECT count(*), count(DISTINCT run_id) FROM tool_call_records",
                 "SELECT source FROM runs") == [[(1,)], [(3, 1)], [(source,)]]
 
+
+
+def test_a_named_pipe_in_a_folder_is_skipped_not_read(tmp_path: Path, db: Path) -> None:
+    """A folder walk opened every name it met: a named pipe blocked the import for ever on its first read.
+    Run as a child with a deadline, so the old code fails instead of hanging the suite."""
+    folder = tmp_path / "in"
+    write(folder / "gpt-4o" / "ok.traj", swe0())
+    os.mkfifo(folder / "feed.jsonl")
+    done = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "import", str(folder), "--db", str(db)],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"skipped {(folder / 'feed.jsonl').resolve()}: not a regular file" in done.stdout + done.stderr
+    assert rows(db, "SELECT count(*) FROM runs") == [[(1,)]]
 
 def test_a_file_that_cannot_be_stored_does_not_sink_its_batch(tmp_path: Path, db: Path) -> None:
     unstorable = mini()
@@ -597,3 +615,12 @@ def test_corpus_imports_whole(db: Path) -> None:
     assert n_runs == 543 and fewest_steps >= 1
     again = import_paths(Store(db), [CORPUS])
     assert (again.runs_imported, again.runs_present, again.steps_imported) == (0, 543, 0)
+
+
+def test_an_unterminated_string_is_said_once() -> None:
+    """json's own words end in "at" ("Unterminated string starting at"): the reason read "at at line 1"."""
+    from looptrace.tracer.ingest.files.detect import loads
+
+    with pytest.raises(TrajectoryFormatError) as caught:
+        loads('{"a": "b')
+    assert str(caught.value) == "invalid JSON: Unterminated string starting at line 1 column 7"

@@ -344,6 +344,35 @@ def test_the_diff_command_names_the_fork_step(
     assert rows == [["=", "1"], ["=", "2"]]  # the replayed steps are the same decisions
 
 
+def _diff_lines(out: str) -> list[list[str]]:
+    """The diff table's step lines split on its columns (two spaces or more)."""
+    return [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()[2:] if line[:1] and line[0] in "=-+~"]
+
+
+def test_the_diff_command_shows_an_unknown_latency_as_unknown(
+    demo: Demo, fork: Fork, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Runs imported from transcripts record no model call: their latency is unknown, not 0 ms, and a
+    step with calls keeps its figure."""
+    assert cli_main(["diff", fork.original, fork.run_id, "--db", str(demo.db)]) == 0
+    latencies = [line[-1] for line in _diff_lines(capsys.readouterr().out)]
+    assert latencies and all(re.fullmatch(r"-?\d+", v) for v in latencies), latencies
+    db = tmp_path / "imported.duckdb"
+    for name, city in (("a", "Paris"), ("b", "Rome")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"messages": [
+            {"role": "user", "content": f"Weather in {city}?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "weather", "arguments": json.dumps({"city": city})}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+            {"role": "assistant", "content": "Sunny."}]}))
+    assert cli_main(["import", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--db", str(db)]) == 0
+    ids = [r[0] for r in query(db, "SELECT run_id FROM runs ORDER BY task")]
+    capsys.readouterr()
+    assert cli_main(["diff", *ids, "--db", str(db)]) == 0
+    lines = _diff_lines(capsys.readouterr().out)
+    assert [line[-1] for line in lines] == ["?", "?"], lines
+
+
 def facts(*actions: str) -> list[StepFacts]:
     return [StepFacts(step, action, tokens=10 * step, cost_usd=0.001 * step, latency_ms=step)
             for step, action in enumerate(actions, 1)]

@@ -122,6 +122,15 @@ def test_report_command_writes_a_page_and_refuses_an_unknown_run(demo: Path, tmp
     bad = subprocess.run([looptrace, "report", "nope", "--db", str(demo), "-o", str(tmp_path / "n.html")],
                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
     assert bad.returncode == 1 and "no run 'nope'" in bad.stderr and not (tmp_path / "n.html").exists()
+    # A folder named with a trailing slash gets RUN_ID.html in it (it was written as a file named 'pages');
+    # an unknown run leaves no folder behind.
+    into = subprocess.run([looptrace, "report", run_id[:12], "--db", str(demo), "-o", f"{tmp_path / 'pages'}/"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert into.returncode == 0, into.stderr
+    assert (tmp_path / "pages" / f"{run_id[:12]}.html").read_text().startswith("<!DOCTYPE html>")
+    gone = subprocess.run([looptrace, "report", "nope", "--db", str(demo), "-o", f"{tmp_path / 'none'}/"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert gone.returncode == 1 and not (tmp_path / "none").exists()
 
 
 def test_a_store_without_diagnoses_says_so(tmp_path: Path) -> None:
@@ -180,3 +189,18 @@ def test_the_status_and_the_verdict_are_each_named_for_whose_word_they_are(
     assert "status (how the run ended, as recorded):" in line and "verdict (the primary diagnosis):" in line
     said, verdict = line.split(" · ")
     assert status_tag in said and verdict_tag in verdict
+
+
+def test_a_run_whose_source_kept_no_model_calls_says_so(demo: Path, tmp_path: Path) -> None:
+    """An imported transcript's page said "model calls 0": its calls were made, its file kept none."""
+    from looptrace.tracer.ingest.files.importing import write_trajectories
+    from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
+
+    store = Store(tmp_path / "imported.duckdb")
+    write_trajectories(store, [Trajectory(source="t.json", agent="a", status="ok", steps=[
+        ImportedStep(step=1, tool="ls", args={}, observation="a.txt"), ImportedStep(step=2, thought="Done.")])])
+    [(run_id,)] = query(store.path, "SELECT run_id FROM runs")
+    report = load_report(store, run_id)
+    assert report is not None and "<dt>model calls</dt><dd>not recorded</dd>" in render_run(report)
+    traced = load_report(Store(demo), load_index(Store(demo))[0][0].run_id)
+    assert traced is not None and re.search(r"<dt>model calls</dt><dd>[1-9][\d,]*</dd>", render_run(traced))

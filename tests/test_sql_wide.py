@@ -7,6 +7,8 @@ wide with headings split over lines. Run as a user runs it: the real command ove
 from __future__ import annotations
 
 import subprocess
+
+import pytest
 from pathlib import Path
 
 from looptrace.tracer.cli.table import fits, vertical_lines
@@ -57,3 +59,16 @@ def test_fits_and_vertical_lines_as_plain_functions() -> None:
     assert not fits([f"c{i}" for i in range(23)], [["x" * 20] * 23], 160)  # 23 columns of 10 need 296
     assert vertical_lines(["id", "task"], [["r1", "a very long task"]], 20, full=False) == [
         "─[ row 1 ]" + "─" * 10, "id   │ r1", "task │ a very long …"]
+
+
+def test_json_is_json_with_every_column(demo: Path) -> None:
+    """``--format json`` printed NaN and Infinity (not JSON: jq and JSON.parse refuse them) and kept one
+    value of two columns of the same name (a join's two run_ids)."""
+    import json
+
+    done = subprocess.run([PYTHON, "-m", "looptrace.tracer.cli", "sql", "--db", str(demo), "--format", "json",
+                           "SELECT 1 AS a, 2 AS a, 'nan'::DOUBLE AS n, ['-inf'::DOUBLE, 1.5] AS l"],
+                          capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert rows == [{"a": 1, "a_1": 2, "n": "NaN", "l": ["-Infinity", 1.5]}]

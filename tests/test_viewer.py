@@ -551,3 +551,19 @@ def _compare_snapshot(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     assert path.exists(), f"missing {path}: run with LOOPTRACE_UPDATE_SNAPSHOTS=1 to create it"
     assert text == path.read_text(encoding="utf-8")
+
+
+def test_a_run_whose_source_kept_no_model_calls_does_not_read_as_none_made(demo: Path, tmp_path: Path) -> None:
+    """An imported transcript made model calls its file did not keep: the run's header said "0 model calls"."""
+    from looptrace.tracer.ingest.files.importing import write_trajectories
+    from looptrace.tracer.ingest.files.trajectory import ImportedStep, Trajectory
+    from looptrace.viewer.widgets.run_summary import summary_text
+
+    db = tmp_path / "imported.duckdb"
+    write_trajectories(Store(db), [Trajectory(source="t.json", agent="a", status="ok", steps=[
+        ImportedStep(step=1, tool="ls", args={}, observation="a.txt"), ImportedStep(step=2, thought="Done.")])])
+    [run] = list_runs(Store(db)).rows
+    detail = load_run(Store(db), run.run_id)
+    assert detail is not None and "2 steps · no model calls recorded" in summary_text(detail).plain
+    traced = load_run(Store(demo), run_id_of(demo, "demo-healthy"))
+    assert traced is not None and re.search(r"\d+ steps · [1-9]\d* model calls", summary_text(traced).plain)

@@ -21,6 +21,7 @@ from rich.cells import cell_len
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
+from looptrace.loop.scenarios import SCENARIOS
 from looptrace.tracer.cli.main import main
 from looptrace.tracer.ingest.files.listing import BUILT_IN
 from looptrace.viewer.app import ViewerApp
@@ -35,6 +36,7 @@ from .conftest import PYTHON, ROOT, python_env
 from .test_viewer import run_id_of
 
 SIZES = [(80, 24), (100, 30), (120, 40)]
+SCENARIO_TASKS = {s.name: s.task for s in SCENARIOS}
 QUERY = "SELECT run_id, step, input_tokens, output_tokens, context_tokens, cost_usd, tool FROM steps LIMIT 5"
 
 
@@ -66,6 +68,20 @@ def test_a_heading_is_never_cut_and_a_narrow_column_shows_past_a_hidden_wide_one
     # Too little left for 'arguments' at its least (the heading is 9): hidden, and 'x' fits after it.
     assert fit_columns(_cols(("step", 0, 0, 3), ("arguments", 1, 4, 60), ("x", 3, 0, 1)), 15) == {"step": 4, "x": 1}
 
+
+
+@pytest.mark.parametrize(("width", "expected"), [
+    (57, {"task": 30, "model": 16, "steps": 5}),  # in its turn the task takes its ample width: all fit
+    (56, {"task": 36, "model": 16}),  # one cell less: the last column hidden whole, its room to the task
+    (80, {"task": 53, "model": 16, "steps": 5}),  # what the others leave goes to the task ...
+    (200, {"task": 80, "model": 16, "steps": 5}),  # ... up to its widest cell
+])
+def test_an_ample_column_takes_its_share_then_what_is_left(width: int, expected: dict[str, int]) -> None:
+    """A run's task is a long text: 28 cells in its turn once cut everything before layout, even on a wide
+    terminal. Its ample width is what it takes in its turn; the room the other columns leave is its too."""
+    columns = [Column("task", "task", 1, least=16, ample=30, natural=80), Column("model", "model", 2, natural=16),
+               Column("steps", "steps", 3, natural=3)]
+    assert fit_columns(columns, width, gap=2) == expected
 
 # -- the real app at three sizes -------------------------------------------------------------------
 
@@ -211,6 +227,11 @@ def test_the_runs_table_shows_the_task_from_120_columns(demo: Path) -> None:
                     task = table.get_row(overflow)[table.get_column_index("task")].plain
                     assert task.startswith("Find every warning"), task
                     assert any(task in line and "demo-context-overflow" in line for line in lines)
+            await pilot.resize_terminal(220, 24)  # wider than every column wants: the task whole
+            await settle(pilot)
+            await pilot.pause(0.1)
+            task = table.get_row(overflow)[table.get_column_index("task")].plain
+            assert task == SCENARIO_TASKS["context-overflow"], task
 
     asyncio.run(run())
 

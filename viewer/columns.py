@@ -7,7 +7,10 @@ and at least its ``least`` width, or not at all. In priority order (0 first) eac
 width its widest cell needs, or all that is left if that is at least its ``least`` (its cells cut
 with an ellipsis), or is hidden. So a column is never cut to make room for a less important one,
 the columns hidden are the least important ones that do not fit, and a narrow column of lower
-priority may still show beside a hidden wide one. The priorities of each table are listed in
+priority may still show beside a hidden wide one. A long text column (a run's task) can give way
+earlier: with an ``ample`` width it takes at most that much in its turn, and the room left once every
+column has had its turn goes to it, up to its widest cell; so a wide terminal shows more of the task
+while a narrow one still shows the numbers beside it. The priorities of each table are listed in
 docs/viewer.md and on its help screen (``priority_note``).
 
 Pure functions over plain data: the tables measure their cells and ask ``fit_columns``.
@@ -37,6 +40,7 @@ class Column:
     least: int = 0
     right: bool = False  # numbers: heading and cells right-aligned
     natural: int = 0
+    ample: int = 0  # at most this wide in its turn, then the room left over (0: all it wants in its turn)
 
     @property
     def want(self) -> int:
@@ -75,10 +79,16 @@ def fit_columns(columns: Sequence[Column], width: int, *, gap: int = GAP) -> dic
     left = width
     for n, i in enumerate(order):
         column = columns[i]
-        w = min(column.want, left - gap)
+        want = min(column.want, max(column.ample, column.floor)) if column.ample else column.want
+        w = min(want, left - gap)
         if w >= column.floor or n == 0:
             widths[i] = max(w, column.floor)
             left -= widths[i] + gap
+    for i in order:  # the room left over, to the columns that took less than they want
+        if i in widths and left > 0 and columns[i].want > widths[i]:
+            more = min(columns[i].want - widths[i], left)
+            widths[i] += more
+            left -= more
     return {columns[i].key: widths[i] for i in sorted(widths)}
 
 

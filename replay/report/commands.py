@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ __all__ = ["register"]
 
 
 def _report(args: argparse.Namespace) -> int:
+    from looptrace.tracer.export.outputs import output_folder
     from looptrace.tracer.export.source import open_source
     from looptrace.tracer.store import StoreError
     from looptrace.tracer.store.backend import store_target
@@ -33,7 +35,13 @@ def _report(args: argparse.Namespace) -> int:
             print(f"{out / 'index.html'}: {pages} runs, {size / 1e6:.2f} MB in all")
         else:
             out = Path(args.output or f"{args.run_id}.html")
-            size = write_run(source, args.run_id, out)
+            if args.output and (args.output.endswith(("/", os.sep)) or out.is_dir()):
+                # A folder (``-o reports/``): the page goes in it (the name alone was a file 'reports').
+                with output_folder(out):  # made here, it goes again if the run is not found
+                    out = out / f"{args.run_id}.html"
+                    size = write_run(source, args.run_id, out)
+            else:
+                size = write_run(source, args.run_id, out)
             print(f"{out}: {size / 1e6:.2f} MB")
     except (ReportError, StoreError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -51,6 +59,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--catalog", default=None, metavar="NAME",
                    help="report from an Iceberg catalog instead, read-only (docs/scale.md; needs the scale extra)")
     p.add_argument("--all", action="store_true", help="every run: index.html and one page per run in -o DIR")
-    p.add_argument("-o", "--output", help="file to write (one run; default RUN_ID.html) or folder (--all; "
-                                          "default report/)")
+    p.add_argument("-o", "--output", help="file to write (one run; default RUN_ID.html; a folder, or a name "
+                                          "ending in /, gets RUN_ID.html in it) or folder (--all; default report/)")
     p.set_defaults(func=_report)

@@ -48,7 +48,9 @@ def _verdict(r: RunReport) -> str:
 
 def _header(r: RunReport) -> str:
     facts = [("agent", r.agent), ("model", r.model), ("source", r.source), ("started", when(r.started_at)),
-             ("duration", seconds(r.seconds)), ("steps", number(r.n_steps)), ("model calls", number(r.n_llm_calls)),
+             ("duration", seconds(r.seconds)), ("steps", number(r.n_steps)),
+             # Steps and no call recorded: the source kept none (an imported transcript), not none made.
+             ("model calls", "not recorded" if not r.n_llm_calls and r.n_steps else number(r.n_llm_calls)),
              ("tokens", f"{number(r.input_tokens)} in, {number(r.output_tokens)} out"), ("cost", money(r.cost_usd))]
     for name, value in (("parent run", r.parent_run_id), ("replay of", r.replay_of), ("forked from", r.forked_from)):
         if value:

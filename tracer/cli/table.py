@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import shutil
 from collections.abc import Sequence
@@ -179,10 +180,39 @@ def write_rows(
                           for r in rows])
     elif fmt == "json":
         # ASCII escapes keep JSON exact and never put a control or bidi character on the terminal.
-        json.dump([dict(zip(columns, r)) for r in rows], out, ensure_ascii=True, default=str, indent=1)
+        # Keys are the columns made unique (``SELECT 1 AS a, 2 AS a`` kept only the 2), and a
+        # non-finite float is its name as a string: NaN and Infinity are not JSON (jq refuses them).
+        keys = _unique(columns)
+        json.dump([{k: _finite(v) for k, v in zip(keys, r)} for r in rows], out, ensure_ascii=True, default=str,
+                  indent=1, allow_nan=False)
         out.write("\n")
     else:
         _print_table(out, columns, rows, full=full)
+
+
+def _unique(columns: Sequence[str]) -> list[str]:
+    """Column names with repeats suffixed as DuckDB suffixes them (``a``, ``a_1``, ``a_2``)."""
+    seen: set[str] = set()
+    out = []
+    for name in columns:
+        key, n = name, 0
+        while key in seen:
+            n += 1
+            key = f"{name}_{n}"
+        seen.add(key)
+        out.append(key)
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (in lists and structs too) as the string Python names it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[str(value)]
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
 
 
 def to_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table") -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-__all__ = ["Price", "PRICES", "PRICES_ENV", "set_price", "load_prices", "price_of", "cost_usd", "Usage", "usage_of",
-           "stop_reason_of"]
+__all__ = ["Price", "PRICES", "PRICES_ENV", "set_price", "load_prices", "price_of", "cost_usd", "counted_cost", "Usage",
+           "usage_of", "stop_reason_of"]
 
 log = logging.getLogger("looptrace.pricing")
 PRICES_ENV = "LOOPTRACE_PRICES"
@@ -132,6 +132,22 @@ def cost_usd(
         + cache_creation_tokens * price.cache_write
         + cache_read_tokens * price.cache_read
     ) / 1_000_000
+
+
+def counted_cost(model: object, input_tokens: int | None, output_tokens: int | None, cache_read_tokens: int | None,
+                 cache_creation_tokens: int | None) -> float | None:
+    """The cost of a call whose tokens are counted the store's way (``input_tokens`` includes the cache
+    reads and writes, as the OTel GenAI conventions count them), or None: no model, no usage, or a model
+    with no price. Every source that records tokens without a cost (OTLP spans, imported logs) prices
+    them here."""
+    if not isinstance(model, str) or (input_tokens is None and output_tokens is None):
+        return None
+    read, write = cache_read_tokens or 0, cache_creation_tokens or 0
+    cost = cost_usd(model, input_tokens=max(0, (input_tokens or 0) - read - write), output_tokens=output_tokens or 0,
+                    cache_read_tokens=read, cache_creation_tokens=write)
+    # An unpriced model costs 0.0 too: only then is the price table searched a second time (a search
+    # is a scan of every priced prefix).
+    return None if cost == 0.0 and price_of(model) is None else cost
 
 
 @dataclass(frozen=True)

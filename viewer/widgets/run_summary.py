@@ -45,8 +45,11 @@ def summary_text(d: RunDetail, width: int | None = None) -> Text:
     ], width)
     text.append("\ntask  ", style="dim")
     text.append_text(safe(r.task, newlines=False, width=300))
+    # A run with steps and no model call recorded made calls its source did not keep (an imported
+    # transcript): "0 model calls" would read as none made.
+    calls = "no model calls recorded" if not r.n_llm_calls and r.n_steps else f"{fmt_int(r.n_llm_calls)} model calls"
     text.append(
-        f"\n{fmt_int(r.n_steps)} steps · {fmt_int(r.n_llm_calls)} model calls"
+        f"\n{fmt_int(r.n_steps)} steps · {calls}"
         f" · tokens {fmt_int(r.input_tokens)} in / {fmt_int(r.output_tokens)} out"
         f" · {fmt_cost(r.cost_usd)} · {fmt_seconds(r.seconds)}"
     )

@@ -11,6 +11,7 @@ started, agent, status and diagnosis at 80 columns; the task and steps too at 12
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -29,7 +30,7 @@ __all__ = ["RunsTable", "RUN_COLUMNS", "run_cells"]
 RUN_COLUMNS: tuple[Column, ...] = (
     Column("started", "started", priority=2),
     Column("agent", "agent", priority=3, least=16),
-    Column("task", "task", priority=4, least=16),
+    Column("task", "task", priority=4, least=16, ample=28),
     Column("model", "model", priority=10, least=8),
     Column("status", "status", priority=0),
     Column("diagnosis", "diagnosis", priority=1),
@@ -39,6 +40,9 @@ RUN_COLUMNS: tuple[Column, ...] = (
     Column("duration", "duration", priority=8, right=True),
     Column("sub", "sub", priority=9, right=True),
 )
+# The task is 28 cells wide in its turn (the numbers after it still fit at 160 columns) and takes the
+# room left over on a wider terminal, up to this many characters (a SWE-bench task is an issue's text).
+TASK_CHARS = 200
 SORTED_PRIORITY = 1.5  # the sort column's: after status and diagnosis, before the rest
 
 
@@ -54,7 +58,7 @@ def run_cells(r: RunRow) -> list[Text]:
     return [
         Text(fmt_short_time(r.started_at)),
         agent,
-        safe(r.task, newlines=False, width=28),
+        safe(r.task, newlines=False, width=TASK_CHARS),
         safe(r.model, newlines=False, width=16),
         status_badge(r.status),
         safe(r.live, newlines=False, width=30, style="bold yellow") if r.live else label_badge(r.label, r.other_labels),
@@ -75,7 +79,7 @@ class RunsTable(SyncedTable):
     def columns_now(self) -> list[Column]:
         """``RUN_COLUMNS`` with the sort's arrow in its heading (counted in its width); the column the
         runs are sorted by is kept next after status and diagnosis (SORTED_PRIORITY)."""
-        return [Column(c.key, c.heading + self._arrow, min(c.priority, SORTED_PRIORITY), c.least, c.right)
+        return [replace(c, heading=c.heading + self._arrow, priority=min(c.priority, SORTED_PRIORITY))
                 if c.key == self._sort else c for c in RUN_COLUMNS]
 
     def show(self, rows: Sequence[RunRow]) -> None:

@@ -62,8 +62,12 @@ class _Run:
             usage = as_dict(message.get("usage"), "usage")
             inputs, read = whole(usage.get("input_tokens")), whole(usage.get("cache_read_input_tokens"))
             created = whole(usage.get("cache_creation_input_tokens"))
+            # Anthropic counts cache reads and writes apart from input_tokens; the store's input_tokens
+            # include them (docs/schema.md, as the OTel GenAI conventions count), or a session that reads
+            # mostly from the cache would show a fraction of its prompt.
             self.calls.append(ImportedLLMCall(
-                step=step, model=self.model, input_tokens=inputs,
+                step=step, model=self.model,
+                input_tokens=None if inputs is None else inputs + (read or 0) + (created or 0),
                 output_tokens=whole(usage.get("output_tokens")),
                 cache_read_tokens=read, cache_creation_tokens=created, started_at=when, ended_at=when,
                 stop_reason=_str(message.get("stop_reason")),
@@ -92,7 +96,7 @@ class _Run:
             mine[0].thought = "\n".join(t for t in (mine[0].thought, text) if t)
             return
         self.steps.append(ImportedStep(step=step, thought=text, started_at=when, ended_at=when,
-                                       context_tokens=_context(call)))
+                                       context_tokens=call.input_tokens))
 
     def _tool(self, step: int, mine: list[ImportedStep], block: dict[str, Any], when: Any,
               call: ImportedLLMCall) -> None:
@@ -104,7 +108,7 @@ class _Run:
         else:
             s = ImportedStep(step=step, tool=name, args=block.get("input"), tool_call_id=tid,
                              call_index=len(mine), started_at=when, ended_at=when,
-                             context_tokens=None if mine else _context(call))
+                             context_tokens=None if mine else call.input_tokens)
             self.steps.append(s)
         if tid:
             self.pending[tid] = s
@@ -147,11 +151,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _context(call: ImportedLLMCall) -> int | None:
-    parts = (call.input_tokens, call.cache_read_tokens, call.cache_creation_tokens)
-    return None if call.input_tokens is None else sum(p or 0 for p in parts)
-
-
 def parse_entries(entries: list[Any], path: Path) -> list[Trajectory]:
     runs: dict[str, _Run] = {}
     session = None
@@ -179,7 +178,7 @@ def parse_entries(entries: list[Any], path: Path) -> list[Trajectory]:
             source=str(path), agent=AGENT if not key else f"{AGENT} subagent", status=status, steps=run.steps,
             task=clip(run.task), model=run.model, error=error, key=key, llm_calls=run.calls,
             parent_key="" if key and "" in runs else None,
-            input_tokens=sum(_context(c) or 0 for c in usage) if usage else None,
+            input_tokens=sum(c.input_tokens or 0 for c in usage) if usage else None,
             output_tokens=sum(c.output_tokens or 0 for c in usage) if usage else None,
             started_at=min(run.times, default=None), ended_at=max(run.times, default=None),
             attributes=attributes,

@@ -248,7 +248,10 @@ class _Session:
             pending = any(s.tool is not None and s.observation is None for s in self.steps)
             return ("incomplete" if pending else "ok"), None, turn.get("answer")
         if turn["end"] == "error":
-            return "error", turn["error"], None
+            # The message is the CLI's words for the user ("We're currently experiencing high demand" for
+            # any 500); its error kind says what happened, so the error keeps both.
+            kind = turn.get("error_kind")
+            return "error", turn["error"] + (f" ({kind})" if isinstance(kind, str) and kind else ""), None
         if turn["end"] == "interrupted":
             return "interrupted", f"the turn was aborted ({turn.get('reason') or 'interrupted'})", None
         return "incomplete", self.errors[-1] if self.errors else None, None

@@ -70,7 +70,7 @@ def loads(text: str) -> Any:
                 return ast.literal_eval(text.strip())
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 pass
-        reason = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        reason = f"invalid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
         raise TrajectoryFormatError(reason) from exc
     except RecursionError as exc:
         raise TrajectoryFormatError("invalid JSON: nested too deeply") from exc

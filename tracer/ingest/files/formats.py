@@ -44,9 +44,11 @@ PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     "crewai": crewai_log.parse,
 }
 
-def iter_lines(path: Path) -> Iterator[Any]:
+def iter_lines(path: Path, cut: list[str] | None = None) -> Iterator[Any]:
     """The parsed lines of a JSONL file (blank lines skipped), read one at a time, never the whole
-    file; a bad line raises its number and the reason."""
+    file; a bad line raises its number and the reason. With ``cut``, a last line that does not parse
+    and has no newline after it (a write cut short: the writer was killed, or is still writing) ends
+    the lines instead, and its reason is appended to ``cut``."""
     try:
         with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as f:
             seen = False
@@ -54,13 +56,21 @@ def iter_lines(path: Path) -> Iterator[Any]:
                 if not raw.strip():
                     continue
                 try:
-                    text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-                    yield loads(text)
-                except UnicodeDecodeError as exc:
-                    reason = f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
-                    raise TrajectoryFormatError(reason) from exc
+                    try:
+                        text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                    except UnicodeDecodeError as exc:
+                        reason = f"line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                        raise TrajectoryFormatError(reason) from exc
+                    try:
+                        entry = loads(text)
+                    except TrajectoryFormatError as exc:
+                        raise TrajectoryFormatError(f"line {n}: {exc}") from exc
                 except TrajectoryFormatError as exc:
-                    raise TrajectoryFormatError(f"line {n}: {exc}") from exc
+                    if cut is None or raw.endswith(b"\n"):
+                        raise
+                    cut.append(str(exc))
+                    break
+                yield entry
                 seen = True
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise TrajectoryFormatError(f"not a readable gzip file ({exc})") from exc
@@ -112,12 +122,33 @@ def _per_line(fmt: str, entries: Iterable[Any], path: Path) -> Iterator[Trajecto
 
 
 def _jsonl(path: Path) -> tuple[str, Iterator[Trajectory]]:
-    lines = iter_lines(path)
+    cut: list[str] = []
+    lines = iter_lines(path, cut)
     head = list(itertools.islice(lines, 20))
+    if cut and not head:
+        raise TrajectoryFormatError(cut[0])
     fmt = detect_lines(path, head)
     if fmt in SESSIONS:
-        return fmt, iter(SESSIONS[fmt](list(itertools.chain(head, lines)), path))
-    return fmt, _per_line(fmt, itertools.chain(head, lines), path)
+        runs = SESSIONS[fmt](list(itertools.chain(head, lines)), path)
+        return fmt, iter([_cut_short(t, cut[0]) for t in runs] if cut else runs)
+    return fmt, _whole(_per_line(fmt, itertools.chain(head, lines), path), cut)
+
+
+def _cut_short(t: Trajectory, reason: str) -> Trajectory:
+    """A session whose log ends in a cut line went on past its last whole line: it did not end there, so
+    the session's run is ``incomplete`` (unless it recorded a failure) with the cut as its error."""
+    t.attributes["cut_line"] = reason
+    if t.parent_key is None and t.status in ("ok", "incomplete"):
+        t.status, t.answer = "incomplete", None
+        t.error = t.error or f"the log ends in a cut line ({reason}): its writer stopped mid-write, or still writes"
+    return t
+
+
+def _whole(runs: Iterator[Trajectory], cut: list[str]) -> Iterator[Trajectory]:
+    """A file of one run a line keeps its rule: a cut last line is a bad line, and rejects the file."""
+    yield from runs
+    if cut:
+        raise TrajectoryFormatError(cut[0])
 
 
 def _digest(path: Path) -> str:

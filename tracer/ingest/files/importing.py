@@ -67,7 +67,9 @@ Progress = Callable[[int, int, ImportReport], None]
 
 def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[tuple[str, str]]]:
     """Every file under ``paths`` (folders recursively, symlinked folders not followed), absolute and
-    without repeats, in a stable order; and the paths that do not exist."""
+    without repeats, in a stable order; and the paths that do not exist, or that a folder holds but are
+    no regular file (a named pipe would block the import forever on its first read; a path given by
+    name is read whatever it is)."""
     files: dict[Path, None] = {}
     missing: list[tuple[str, str]] = []
     for given in paths:
@@ -76,7 +78,11 @@ def collect_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
             for folder, dirs, names in os.walk(path):
                 dirs.sort()
                 for name in sorted(names):
-                    files.setdefault(Path(folder, name).resolve(), None)
+                    found = Path(folder, name)
+                    if found.exists() and not found.is_file():
+                        missing.append((str(found.resolve()), "not a regular file (a pipe, socket or device)"))
+                        continue
+                    files.setdefault(found.resolve(), None)
         elif path.exists():
             files.setdefault(path.resolve(), None)
         else:

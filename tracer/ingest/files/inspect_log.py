@@ -81,13 +81,19 @@ def _model_event(e: dict[str, Any], n: int, steps: list[ImportedStep], calls: li
     message = _message(output)
     started, ended = iso_time(e.get("timestamp")), iso_time(e.get("completed"))
     inputs, read = whole(usage.get("input_tokens")), whole(usage.get("input_tokens_cache_read"))
-    context = None if inputs is None else inputs + (read or 0)
+    write, out = whole(usage.get("input_tokens_cache_write")), whole(usage.get("output_tokens"))
+    # Inspect's ModelUsage.input_tokens leave the cache out ("the true total input token count is
+    # input_tokens + cache_read + cache_write"); older Inspect passed OpenAI's count on, cache inside,
+    # and its total_tokens then is input + output alone. The store counts the cache in (docs/schema.md).
+    cache = (read or 0) + (write or 0)
+    if inputs is not None and cache and whole(usage.get("total_tokens")) != inputs + (out or 0):
+        inputs += cache
+    context = inputs
     first = as_dict(as_list(output.get("choices") or [{}], "choices")[0], "a choice")
     error = e.get("error")
     calls.append(ImportedLLMCall(
         step=n, model=e.get("model") if isinstance(e.get("model"), str) else None, input_tokens=inputs,
-        output_tokens=whole(usage.get("output_tokens")), cache_read_tokens=read,
-        cache_creation_tokens=whole(usage.get("input_tokens_cache_write")),
+        output_tokens=out, cache_read_tokens=read, cache_creation_tokens=write,
         cost_usd=number(usage.get("total_cost")),
         stop_reason=first.get("stop_reason") if isinstance(first.get("stop_reason"), str) else None,
         error=error if isinstance(error, str) else None, started_at=started, ended_at=ended,

@@ -202,13 +202,20 @@ def parse(data: Any, path: Path) -> list[Trajectory]:
         attributes["mini_version"] = info["mini_version"]
     if isinstance(d.get("instance_id"), str):
         attributes["instance_id"] = d["instance_id"]
-    cost = stats.get("instance_cost")
+    cost = number(stats.get("instance_cost"))
+    calls = stats.get("api_calls")
+    if cost == 0 and (steps or (isinstance(calls, int) and calls > 0)):
+        # mini-swe-agent refuses a model call it cannot price (cost <= 0 raises), unless told to go on
+        # (``cost_tracking: ignore_errors``, for models litellm has no price of): it then counts 0.0.
+        # A run that called its model and cost 0 has an unknown cost; the source's 0 stays in attributes.
+        attributes["instance_cost"] = cost
+        cost = None
     model = model_config.get("model_name")
     submission = info.get("submission") or _extra(exit_message).get("submission")
     return [Trajectory(
         source=str(path), agent=AGENT, status=status, steps=steps, task=clip(task),
         model=model if isinstance(model, str) and model else None,
         answer=submission if isinstance(submission, str) and submission else None, error=error,
-        cost_usd=number(cost), started_at=started, ended_at=ended,
+        cost_usd=cost, started_at=started, ended_at=ended,
         attributes=attributes,
     )]

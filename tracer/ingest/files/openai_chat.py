@@ -158,9 +158,15 @@ def _episode(d: dict[str, Any], path: Path, key: str) -> Trajectory:
     steps = _steps(messages, _declared_tools(d, info))
     if messages and not steps and status in ("ok", "incomplete") and not error:
         raise TrajectoryFormatError(f"no assistant turns: {len(messages)} messages, none by the assistant")
+    # The assistant's last word, a reply with no tool calls after which nothing but a system note came,
+    # is its answer (docs/importers.md); a run cut on a call or a person's message has none.
+    last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") != "system"), None)
+    answer = (content_text(last.get("content")) or None
+              if status == "ok" and isinstance(last, dict) and last.get("role") == "assistant" and not _calls(last)
+              else None)
     return Trajectory(
         source=str(path), agent="tau-bench" if tau else "openai-chat", status=status,
-        steps=steps,
+        steps=steps, answer=answer,
         task=clip(task if isinstance(task, str) else first_user_text(messages)),
         model=model if isinstance(model, str) and model else None, error=error, attributes=attributes,
         key=key,

@@ -43,7 +43,8 @@ def _objects(text: str) -> Iterator[Any]:
         try:
             value, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as exc:
-            raise TrajectoryFormatError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+            raise TrajectoryFormatError(f"invalid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} "
+                                        f"column {exc.colno}") from exc
         yield value
 
 

@@ -4,7 +4,8 @@ Importers turn a file into ``Trajectory`` values (pure parsing, no I/O beyond re
 ``trajectory_rows`` maps one to records, which ``importing.py`` hands to the sink.
 
 Values are honest: what a file does not record (tokens, cost, times) stays ``None`` and lands as
-NULL, never as 0 or the import time. A run's id hashes its ``origin`` (the file's content digest,
+NULL, never as 0 or the import time; a model call with tokens and no recorded cost is priced from the
+price table, as a traced call is (NULL for a model with no price). A run's id hashes its ``origin`` (the file's content digest,
 set by ``formats.parse_file``, or an id the source itself made globally unique, such as an Inspect
 sample's uuid) and its ``key`` inside the file, so the same content imported twice, under any path,
 is the same run.
@@ -18,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 
+from ...records.pricing import counted_cost
 from ...records.text import clean_text, to_json
 
 __all__ = ["ImportedLLMCall", "ImportedStep", "Trajectory", "imported_run_id", "trajectory_rows", "estimate_tokens"]
@@ -61,7 +63,8 @@ class ImportedStep:
 
 @dataclass
 class ImportedLLMCall:
-    """One model call a file records with its usage (Inspect model events, Claude Code messages)."""
+    """One model call a file records with its usage (Inspect model events, Claude Code messages).
+    ``input_tokens`` include the cache reads and writes (docs/schema.md), whatever the source's count."""
 
     step: int | None
     model: str | None = None
@@ -165,7 +168,10 @@ def trajectory_rows(t: Trajectory, *, imported_at: datetime) -> dict[str, list[d
         "response_model": _text(c.model), "started_at": c.started_at, "ended_at": c.ended_at,
         "stop_reason": _text(c.stop_reason), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
         "cache_read_tokens": c.cache_read_tokens, "cache_creation_tokens": c.cache_creation_tokens,
-        "cost_usd": c.cost_usd, "error": _text(c.error), "span_id": None,
+        # A cost the file recorded is the source's own; else the tokens priced, as a traced call is.
+        "cost_usd": c.cost_usd if c.cost_usd is not None else counted_cost(
+            c.model or t.model, c.input_tokens, c.output_tokens, c.cache_read_tokens, c.cache_creation_tokens),
+        "error": _text(c.error), "span_id": None,
     } for i, c in enumerate(t.llm_calls)]
     out = {"run_records": [run], "step_records": list(steps.values()), "tool_call_records": calls}
     if llm:

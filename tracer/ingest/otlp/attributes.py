@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...records import conventions as c
-from ...records.pricing import cost_usd, price_of
+from ...records.pricing import counted_cost
 from ...records.spans import PlainSpan, ts
 from ...records.requests import RequestLog
 from ...records.text import to_json
@@ -175,14 +175,7 @@ def _recorded_cost(a: Mapping[str, Any]) -> float | None:
 
 
 def _cost(model: Any, inp: int | None, out: int | None, read: int | None, write: int | None) -> float | None:
-    if not isinstance(model, str) or (inp is None and out is None):
-        return None
-    fresh = max(0, (inp or 0) - (read or 0) - (write or 0))  # GenAI input tokens include the cache
-    cost = cost_usd(model, input_tokens=fresh, output_tokens=out or 0, cache_read_tokens=read or 0,
-                    cache_creation_tokens=write or 0)
-    # An unpriced model costs 0.0 too: only then is the price table searched a second time (a search
-    # is a scan of every priced prefix, twice a model call before).
-    return None if cost == 0.0 and price_of(model) is None else cost
+    return counted_cost(model, inp, out, read, write)  # GenAI input tokens include the cache
 
 
 def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]) -> dict[str, Any]:

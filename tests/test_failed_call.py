@@ -129,3 +129,37 @@ def test_a_model_with_no_price_has_an_unknown_cost_not_zero(tmp_path: Path) -> N
     assert detail is not None
     text = step_text(detail).plain
     assert "cost unknown" in text and "$0.0000" not in text
+
+
+def test_a_run_with_one_unpriced_call_has_an_unknown_cost_not_the_priced_part(tmp_path: Path) -> None:
+    """Two calls of a priced model and one of a model with no price: the run's cost is unknown, not the
+    two priced calls' sum (which would read as the whole run's). A call that failed before using any
+    tokens adds nothing: a run of priced calls plus a refused one keeps its sum."""
+    db = tmp_path / "t.duckdb"
+    server = MessagesServer([say("one"), say("two"), say("three"), say("four"), say("five")]).start()
+    try:
+        import anthropic
+
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="offline")
+        with Tracing(db) as tracing:
+            for run_name, models in (("mixed", ["claude-sonnet-4-5", "house-model-7", "claude-sonnet-4-5"]),
+                                     ("priced", ["claude-sonnet-4-5", "claude-sonnet-4-5"])):
+                with tracing.run(run_name, task="hi", model="claude-sonnet-4-5") as run:
+                    for model in models:
+                        request = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+                        with run.step() as step, step.llm_call(request) as call:
+                            call.response(client.messages.create(**request).model_dump())
+                    if run_name == "priced":  # a call refused before any tokens: no usage, no cost
+                        with run.step() as step, step.llm_call({"model": "claude-sonnet-4-5"}) as call:
+                            call.fail(RuntimeError("refused"))
+                    run.finish("ok", answer="done")
+    finally:
+        server.stop()
+    costs = dict(query(db, "SELECT agent, cost_usd FROM runs"))
+    priced_calls = query(db, "SELECT r.agent, l.cost_usd FROM llm_calls l JOIN runs r USING (run_id) "
+                             "WHERE l.model = 'claude-sonnet-4-5' AND l.input_tokens IS NOT NULL")
+    assert len(priced_calls) == 4 and all(c for _, c in priced_calls)
+    assert costs["mixed"] is None
+    assert costs["priced"] == pytest.approx(sum(c for agent, c in priced_calls if agent == "priced"))
+    assert dict(query(db, "SELECT agent, cost_usd FROM run_usage"))["mixed"] is None
+    assert query(db, "SELECT sum(unpriced_runs) FROM usage_by_agent") == [(1,)]

@@ -31,13 +31,21 @@ _RECORDS = {table: table for table in LIVE_TABLES}
 _PREVIEWS = {table: _preview(table) for table in LIVE_TABLES}
 
 
+# A run's cost is the sum of its calls' (or steps') costs only when each call that used tokens has
+# one: a call of a model with no price makes the run's cost unknown (NULL), not the priced part
+# alone, which would read as the whole. A call with no usage at all (it failed before any tokens)
+# costs nothing known and leaves the sum as it is.
+_KNOWN_COST = ("CASE WHEN count(*) FILTER (WHERE cost_usd IS NULL AND coalesce(input_tokens, output_tokens) "
+              "IS NOT NULL) = 0 THEN sum(cost_usd) END")
+
+
 def _with_previews(view: str, body: str) -> str:
     """``view`` as ``body`` over the record tables, then the same over the current previews. Two whole
     branches rather than each table unioned with its preview: the records' branch is planned exactly
     as it was before previews existed (filters push down the same), and the previews' branch costs
     nothing when no trace is open."""
-    return (f"CREATE OR REPLACE VIEW {view} AS\nSELECT * FROM ({body.format(**_RECORDS)})\n"
-            f"UNION ALL\nSELECT * FROM ({body.format(**_PREVIEWS)})\n")
+    return (f"CREATE OR REPLACE VIEW {view} AS\nSELECT * FROM ({body.format(known_cost=_KNOWN_COST, **_RECORDS)})\n"
+            f"UNION ALL\nSELECT * FROM ({body.format(known_cost=_KNOWN_COST, **_PREVIEWS)})\n")
 
 
 # A run writes one record when it starts and one when it ends; the latest complete record wins.
@@ -58,13 +66,13 @@ first_seen AS (
 step_totals AS (
     SELECT run_id, count(DISTINCT step) AS n_steps,
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-           sum(cost_usd) AS cost_usd, max(ended_at) AS last_step_at
+           {known_cost} AS cost_usd, max(ended_at) AS last_step_at
     FROM {step_records} GROUP BY run_id
 ),
 llm_totals AS (
     SELECT run_id, count(*) AS n_llm_calls,
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-           sum(cost_usd) AS cost_usd
+           {known_cost} AS cost_usd
     FROM {llm_call_records} WHERE run_id IS NOT NULL GROUP BY run_id
 )
 SELECT
@@ -166,7 +174,7 @@ FROM {_PREVIEWS["llm_call_records"]} l
 # price keeps a NULL cost, so a roll-up tells "unknown" (NULL, counted in `unpriced_runs`) from
 # "free" (0). sum() skips NULLs and is NULL when every value is: a group with no priced run has a
 # NULL cost, never 0.
-RUN_USAGE = """
+RUN_USAGE = f"""
 CREATE OR REPLACE VIEW run_usage AS
 WITH latest AS (
     SELECT * FROM run_records
@@ -178,12 +186,12 @@ first_seen AS (
 ),
 step_usage AS (
     SELECT run_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-           sum(cost_usd) AS cost_usd
+           {_KNOWN_COST} AS cost_usd
     FROM step_records GROUP BY run_id
 ),
 llm_usage AS (
     SELECT run_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-           sum(cost_usd) AS cost_usd
+           {_KNOWN_COST} AS cost_usd
     FROM llm_call_records WHERE run_id IS NOT NULL GROUP BY run_id
 )
 SELECT

@@ -29,6 +29,7 @@ import duckdb
 from ..segments import TableData, arrow_schema, to_arrow
 from .errors import CatalogError, CatalogUnavailable, created_meanwhile, retrying, transient
 from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
+from .replace import OWN_RETRIES, replace_runs
 from .session import local_path, open_session
 
 # Deleting what may not be there is the point of ``delete_runs`` (a trace written whole or in part by a
@@ -49,6 +50,9 @@ EXTRA_HINT = "install the scale extra: pip install 'looptrace[scale]'"
 COMMIT_RETRIES = 50  # many receivers commit to one table at once; each retry waits up to 2 s
 _PROPERTIES = {"commit.retry.num-retries": str(COMMIT_RETRIES), "commit.retry.max-wait-ms": "2000",
                "commit.retry.total-timeout-ms": "600000", "write.parquet.compression-codec": "zstd"}
+# Properties a table must have, set on tables an earlier looptrace made too: the diagnoses table's
+# commits are planned on the snapshot they read (replace.py), so only this code retries them.
+_OWN_PROPERTIES = {"diagnoses": OWN_RETRIES}
 
 
 def load_catalog(name: str) -> Catalog:
@@ -147,20 +151,37 @@ class CatalogStore:
 
         def create() -> Table:
             schema = iceberg_schema(want)
-            return self.catalog.create_table_if_not_exists(
-                identifier(table), schema=schema, partition_spec=partition_spec(schema), properties=_PROPERTIES)
+            return self.catalog.create_table_if_not_exists(identifier(table), schema=schema,
+                                                           partition_spec=partition_spec(schema),
+                                                           properties={**_PROPERTIES, **_OWN_PROPERTIES.get(table, {})})
 
         tbl = retrying(create, f"creating {table}")
         while missing := missing_columns(tbl.schema(), want):
             def evolve(tbl: Table = tbl, missing: list[str] = missing) -> None:
-                with tbl.update_schema() as update:
-                    update.union_by_name(pa.schema([want.field(name) for name in missing]))
+                try:
+                    with tbl.update_schema() as update:
+                        update.union_by_name(pa.schema([want.field(name) for name in missing]))
+                except Exception as exc:
+                    if transient(exc):
+                        tbl.refresh()
+                    raise
             try:
                 retrying(evolve, f"adding columns to {table}")
             except Exception as exc:  # noqa: BLE001 - another writer added them first: look again
                 if "already exists" not in str(exc):
                     raise
             tbl = retrying(lambda: self.catalog.load_table(identifier(table)), f"loading {table}")
+        own = _OWN_PROPERTIES.get(table, {})
+        if any(tbl.properties.get(k) != v for k, v in own.items()):  # a table an earlier looptrace made
+            def set_own(tbl: Table = tbl) -> None:
+                try:
+                    with tbl.transaction() as tx:
+                        tx.set_properties(own)
+                except Exception as exc:
+                    if transient(exc):
+                        tbl.refresh()
+                    raise
+            retrying(set_own, f"setting the properties of {table}")
         return tbl
 
     # -- writing (the sink's RowWriter) ----------------------------------------------------------
@@ -239,15 +260,14 @@ class CatalogStore:
         return seen - listed
 
     def replace_diagnoses(self, run_ids: Sequence[str], data: pa.Table) -> None:
-        """The analyzer's write: these runs' diagnoses become ``data``, in one atomic overwrite."""
-        from pyiceberg.expressions import In
-
-        tbl = self.create_tables()["diagnoses"]
-        ids = sorted(set(run_ids))
+        """The analyzer's write: these runs' diagnoses become ``data``, in one atomic overwrite, planned
+        on the table as it is and planned again if another writer commits first (replace.py)."""
+        retrying(lambda: self.catalog.create_namespace_if_not_exists(NAMESPACE), "creating the namespace")
+        tbl = self._ensure("diagnoses")
 
         def attempt() -> None:
             try:
-                tbl.overwrite(data, overwrite_filter=In("run_id", ids))
+                replace_runs(tbl, run_ids, data)
             except Exception as exc:
                 if transient(exc):
                     tbl.refresh()

@@ -282,10 +282,10 @@ class CatalogStore:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def files(self) -> dict[str, list[Any]]:
-        """Each existing table's scan tasks in its current snapshot (one per data file)."""
+    def files(self, tables: Sequence[str] = CATALOG_TABLES) -> dict[str, list[Any]]:
+        """Each existing table's (of ``tables``) scan tasks in its current snapshot (one per data file)."""
         out: dict[str, list[Any]] = {}
-        for table in planning_order(CATALOG_TABLES):
+        for table in planning_order(tables):
             tbl = self.table(table)
             if tbl is not None:
                 out[table] = list(tbl.scan().plan_files())
@@ -307,10 +307,10 @@ class CatalogStore:
                 out.setdefault(key, {}).setdefault(table, []).append(path)
         return out
 
-    def _session_tables(self) -> tuple[dict[str, Any], list[str]]:
+    def _session_tables(self, only: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
         tables: dict[str, Any] = {}
         folders: set[str] = set()
-        for table, tasks in self.files().items():
+        for table, tasks in self.files(only).items():
             paths = [local_path(t.file.file_path) for t in tasks]
             if all(p is not None for p in paths) and not any(t.delete_files for t in tasks):
                 tables[table] = [p for p in paths if p is not None]
@@ -322,13 +322,15 @@ class CatalogStore:
 
     @contextmanager
     def reader(self, *, locked_down: bool = True, memory_limit: str = "2GB", scratch: str | None = None,
-               **_: object) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only session: the catalog's current snapshot of every table, the documented views."""
+               tables: Sequence[str] = CATALOG_TABLES, **_: object) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only session: the catalog's current snapshot of every table, the documented views.
+        ``tables``: only these are read (the others empty), for a question about a few: each table
+        read is a load and a scan plan (~0.3 s for all of them over a local SQLite catalog)."""
         from ..store import lockdown
 
-        tables, folders = self._session_tables()
+        read, folders = self._session_tables(tables)
         try:
-            conn = open_session(tables)
+            conn = open_session(read)
         except duckdb.Error as exc:
             raise CatalogError(f"{self.path}: cannot read its tables: {str(exc).splitlines()[0]}") from exc
         try:

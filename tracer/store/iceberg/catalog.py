@@ -151,9 +151,9 @@ class CatalogStore:
 
         def create() -> Table:
             schema = iceberg_schema(want)
-            return self.catalog.create_table_if_not_exists(identifier(table), schema=schema,
-                                                           partition_spec=partition_spec(schema),
-                                                           properties={**_PROPERTIES, **_OWN_PROPERTIES.get(table, {})})
+            properties = {**_PROPERTIES, **_OWN_PROPERTIES.get(table, {})}
+            return self.catalog.create_table_if_not_exists(
+                identifier(table), schema=schema, partition_spec=partition_spec(schema), properties=properties)
 
         tbl = retrying(create, f"creating {table}")
         while missing := missing_columns(tbl.schema(), want):

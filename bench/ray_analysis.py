@@ -11,7 +11,7 @@ partition. Nothing is warmed in between: each ``--ray`` command is a new Ray job
 whose workers Ray starts afresh. The rounds alternate, after one unmeasured run of each (the page
 cache: the same files either way), and both must give the same labels. A second row times each round
 to the command's exit, what the user waits for: after the summary both write the diagnoses once
-(``replace_diagnoses``), read each run's agent and start and print, and the Ray command also lets go
+(``replace_diagnoses``; each run's agent and start are read beside it), print, and the Ray command also lets go
 of the cluster (in a thread, beside the write: ``on_ray.let_go``); its note splits that tail.
 
 A speed-up is only as good as the CPU the machine gave: on a shared machine two workers may get
@@ -145,8 +145,9 @@ def _to_exit(on_ray: list[dict[str, Any]], one: list[dict[str, Any]], n: int, ru
         if not a:
             return f"{tail:.2f} s"
         rest = tail - a["diagnoses_written_s"] - a["output_s"]
-        return (f"{tail:.2f} s (the diagnoses written {a['diagnoses_written_s']:.2f} s, each run's agent and start read and "
-                f"the output printed {a['output_s']:.2f} s, the process's exit {rest:.2f} s)")
+        return (f"{tail:.2f} s (the diagnoses written, each run's agent and start read beside it "
+                f"{a['diagnoses_written_s']:.2f} s, the output printed {a['output_s']:.2f} s, the process's exit "
+                f"{rest:.2f} s)")
 
     return Result(
         f"analyze --catalog, {n:,} steps in {runs:,} runs: spawn to exit (the diagnoses written)", "steps/s",

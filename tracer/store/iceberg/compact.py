@@ -4,7 +4,8 @@ Every receiver's batch is one Iceberg append, so a busy catalog collects many sm
 reader pays per file. Compaction reads one partition's current files and replaces exactly those
 files (never "the partition": files appended meanwhile by a live receiver are not named, so they
 stay) with one rewritten file, in one overwrite snapshot. If the commit races another writer,
-pyiceberg retries it with the same file lists, which is still right; if its validation refuses
+pyiceberg (or, for the diagnoses table, this code after a refresh) retries it with the same file
+lists, which is still right; if its validation refuses
 (someone deleted one of those files), the partition is planned again. Rows do not change, only
 how many files hold them. Old snapshots keep the small files until snapshots are expired
 (pyiceberg's ``table.maintenance.expire_snapshots()``, or Spark's ``expire_snapshots`` procedure).
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .catalog import CatalogError, CatalogStore, as_store_arrow, retrying
+from .errors import transient
 from .layout import CATALOG_TABLES
 from .session import local_path
 
@@ -78,6 +80,10 @@ def compact_catalog(store: CatalogStore) -> CompactReport:
                 except ValidationException:
                     tbl.refresh()  # a file of the group is gone: this partition is left for a later run
                     raise CatalogError(f"{table}: a file being compacted was changed by another writer") from None
+                except Exception as exc:  # a lost race pyiceberg did not retry (diagnoses: OWN_RETRIES)
+                    if transient(exc):
+                        tbl.refresh()
+                    raise
 
             try:
                 retrying(attempt, f"compacting {table}")

@@ -1,7 +1,10 @@
 """An agent exporting GenAI-convention runs over real OTLP (HTTP or gRPC) exporters, noting what was acked.
 
 usage: python -m tests.acked_sender PROTOCOL ENDPOINT TAG TRACES STEPS PAUSE [logs]
-PROTOCOL is ``http`` or ``grpc``. With ``logs``, each chat's messages also go out as a GenAI log record
+PROTOCOL is ``http`` or ``grpc``. It sends at most TRACES runs, fewer when its stdin gives a line or
+ends first: the run under way ends whole, and no new one starts (``traces N`` says how many were sent).
+A test that needs traffic for as long as it works on the receiver (the kill -9 test) stops it then,
+instead of waiting out a number of runs sized for a slow machine. With ``logs``, each chat's messages also go out as a GenAI log record
 through the SDK's real OTLP log exporter and batch processor; the records acknowledged are counted
 (``acked_logs N``, ``failed_logs N``). Each trace is one ``invoke_agent`` span with STEPS pairs of ``chat``
 and ``execute_tool`` spans, one step every PAUSE seconds, exported by the SDK's BatchSpanProcessor
@@ -115,10 +118,13 @@ def main() -> None:
         logger_provider = LoggerProvider(resource=provider.resource)
         logger_provider.add_log_record_processor(BatchLogRecordProcessor(
             logs, max_queue_size=100_000, schedule_delay_millis=100, max_export_batch_size=16))  # type: ignore[arg-type]
-    send_traces(tracer, tag, traces, steps, pause, logger_provider.get_logger("acked_sender") if logs else None)
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+    sent = send_traces(tracer, tag, traces, steps, pause, logger_provider.get_logger("acked_sender") if logs else None,
+                       stop=stop)
     provider.force_flush(timeout_millis=180_000)
     provider.shutdown()
-    out = [f"acked {s}" for s in noting.acked] + [f"failed {noting.failed}"]
+    out = [f"traces {sent}"] + [f"acked {s}" for s in noting.acked] + [f"failed {noting.failed}"]
     if logs is not None:
         logger_provider.force_flush(timeout_millis=180_000)
         logger_provider.shutdown()

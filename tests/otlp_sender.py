@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -24,12 +25,16 @@ from opentelemetry.trace import Tracer
 DETAILS = "gen_ai.client.inference.operation.details"
 
 
-def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float = 0.0, logger: Any = None) -> None:
+def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float = 0.0, logger: Any = None,
+                stop: threading.Event | None = None) -> int:
     """``traces`` agent runs of ``steps`` steps each (a chat span and an echo tool span per step),
     in the GenAI conventions; ``pause`` seconds after each step keeps a run open for a while. With a
     ``logger``, each chat's messages go out as a ``gen_ai.client.inference.operation.details`` log
-    record in its span's context (``EVENT_ONLY``), as well as none on the span."""
+    record in its span's context (``EVENT_ONLY``), as well as none on the span. Once ``stop`` is set,
+    no new run starts (the one under way ends whole). Returns how many runs were sent."""
     for t in range(traces):
+        if stop is not None and stop.is_set():
+            return t
         agent = f"{tag}-agent-{t}"
         with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
                 "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}):
@@ -49,6 +54,7 @@ def send_traces(tracer: Tracer, tag: str, traces: int, steps: int, pause: float 
                     pass
                 if pause:
                     time.sleep(pause)
+    return traces
 
 
 def main() -> None:

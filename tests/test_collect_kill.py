@@ -36,9 +36,12 @@ from .conftest import PYTHON, ROOT, python_env, query
 from .relay import Relay
 from .test_ingest import genai_agent, request_of
 
-# 6 traces a sender (27 s of pauses): with 4 (18 s), one of 5 runs at load ~14 got only 2 kills in before
-# the senders finished (a kill cycle is a collect's start, the exporters' backoff, then traffic again).
-TRACES, STEPS, PAUSE = 6, 6, 0.75
+# The senders keep sending (a run of 6 steps takes 4.5 s of pauses) until the kills are done, then end the
+# runs under way: the test lasts as long as its kills take, whatever the load (a kill cycle is a collect's
+# start, the exporters' backoff, then traffic again). A fixed 6 runs a sender (27 s of pauses; 4, 18 s, let
+# one of 5 runs at load ~14 get only 2 kills in) kept a quiet machine waiting ~14 s after the 6th kill.
+# TRACES only bounds a sender that is never told to stop.
+TRACES, STEPS, PAUSE = 40, 6, 0.75
 SENDERS = [("http", "h1"), ("http", "h2"), ("grpc", "g1"), ("grpc", "g2")]
 KILLS = 6
 
@@ -97,7 +100,7 @@ def test_kill_9_at_random_moments_and_at_answers_loses_no_acknowledged_span(tmp_
         endpoints = {"http": f"http://127.0.0.1:{http.port}/v1/traces", "grpc": f"http://127.0.0.1:{grpc.port}"}
         senders = [subprocess.Popen([PYTHON, "-m", "tests.acked_sender", protocol, endpoints[protocol], tag,
                                      str(TRACES), str(STEPS), str(PAUSE), "logs"], cwd=ROOT, env=python_env(),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                    for protocol, tag in SENDERS]
         kills = taken_back = 0
         at_answers: list[str] = []
@@ -116,6 +119,13 @@ def test_kill_9_at_random_moments_and_at_answers_loses_no_acknowledged_span(tmp_
                 kills += 1
                 collect, spans = _collect(db, http, grpc)
                 taken_back += spans
+            for s in senders:  # the kills are done: each ends the run under way and starts no other
+                assert s.stdin is not None
+                try:
+                    s.stdin.write("stop\n")
+                    s.stdin.flush()
+                except BrokenPipeError:  # it already ended (its returncode is checked below)
+                    pass
             outputs = [s.communicate(timeout=240) for s in senders]
         finally:
             for s in senders:
@@ -124,17 +134,19 @@ def test_kill_9_at_random_moments_and_at_answers_loses_no_acknowledged_span(tmp_
             collect.send_signal(signal.SIGINT)
             out, err = collect.communicate(timeout=60)
     acked: list[str] = []
-    acked_logs = 0
+    acked_logs = n = 0
     for (protocol, tag), (stdout, stderr), s in zip(SENDERS, outputs, senders):
         assert s.returncode == 0, stderr[-2000:]
         lines = stdout.split("\n")
+        [sent] = [int(line.split()[1]) for line in lines if line.startswith("traces ")]
+        assert sent >= 1, (tag, "sent no run")
+        n += sent
         assert "failed 0" in lines, (tag, [x for x in lines if x.startswith("failed")],
                                      [x for x in stderr.split("\n") if "Transient" not in x][-20:])  # the exporters' retries got every batch in
         acked += [line.split()[1] for line in lines if line.startswith("acked ")]
         assert "failed_logs 0" in lines, (tag, [x for x in lines if x.startswith("failed_logs")])
         acked_logs += sum(int(line.split()[1]) for line in lines if line.startswith("acked_logs "))
     spans_per_trace = 1 + 2 * STEPS
-    n = len(SENDERS) * TRACES
     assert kills >= 3, f"the senders finished before {KILLS} kills: make them slower"
     assert {"http", "grpc"} <= set(at_answers), f"kills at an answer: {at_answers}; the senders finished first"
     assert taken_back > 0, "no kill found an open trace: the test proved nothing"

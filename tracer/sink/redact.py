@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from .config import load_config
+from .placeholders import FAILED, TOO_DEEP, Hits, count_hit, placeholder, restore_env, summarize
 from .rules import (KEY_TELLS, RULES, TOKEN_CHARS, Rule, is_secret_key, is_secret_under, key_value_in_text,
                     looks_like_code)
 from .screen import screen_for
@@ -35,8 +36,6 @@ from .texts import fold, json_escaped, leaf_texts, looks_json
 __all__ = ["Redactor", "Hits", "SAFE_KEYS", "placeholder", "restore_env", "summarize"]
 
 log = logging.getLogger("looptrace.redact")
-
-Hits = dict[tuple[str, str], int]  # (field path, rule) -> how many values it replaced there
 
 _MIN_ENV_VALUE = 8  # shorter values ("1", "true") would redact ordinary text
 _SHORT = 40  # text shorter than this is searched for tells by one regex, longer by substring tests
@@ -56,13 +55,7 @@ SAFE_KEYS = frozenset({
 })
 
 
-def placeholder(rule: str) -> str:
-    return f"[REDACTED:{rule}]"
-
-
-FAILED = placeholder("redaction_failed")
 _KEY_TELL = re.compile("|".join(KEY_TELLS), re.IGNORECASE)
-TOO_DEEP = placeholder("too_deep")
 
 
 @dataclass
@@ -116,12 +109,12 @@ class Redactor:
             if remembered is not None:
                 value, counts = remembered
                 for rule, n in counts:
-                    _count(hits, path, rule, n)
+                    count_hit(hits, path, rule, n)
             elif self._may_hold(value):
                 value = self._remembered(value, hits, path)
         except Exception:  # noqa: BLE001 - never raw: a value that could not be redacted goes whole
             self._warn("a redaction rule raised")
-            _count(hits, path, "redaction_failed")
+            count_hit(hits, path, "redaction_failed")
             return FAILED
         return self._callback(value, hits, path)
 
@@ -132,7 +125,7 @@ class Redactor:
         out = self._text(value, local, "")
         counts = tuple((rule, n) for (_, rule), n in local.items())
         for rule, n in counts:
-            _count(hits, path, rule, n)
+            count_hit(hits, path, rule, n)
         if len(value) >= _MEMO_MIN:
             self._memo_chars += len(value) + len(out)
             if self._memo_chars > _MEMO_CHARS:  # start again rather than track an order
@@ -152,7 +145,7 @@ class Redactor:
         # leave its ends behind.
         for name, secret in self._env_values:
             if secret in value:
-                _count(hits, path, f"env:{name}", value.count(secret))
+                count_hit(hits, path, f"env:{name}", value.count(secret))
                 value = value.replace(secret, placeholder(f"env:{name}"))
         if present.intersection(KEY_TELLS):
             value = self._key_values(value, hits, path)
@@ -184,7 +177,7 @@ class Redactor:
                     s, e = m.span("quoted" if m.group("q") else "bare")
                     out += [value[last:s], placeholder("secret_key")]
                     last = e
-                    _count(hits, path, "secret_key")
+                    count_hit(hits, path, "secret_key")
                 break
         return "".join(out) + value[last:] if out else value
 
@@ -203,7 +196,7 @@ class Redactor:
                 continue
             out += [value[last:start], placeholder(rule.name)]
             last = end
-            _count(hits, path, rule.name)
+            count_hit(hits, path, rule.name)
         return "".join(out) + value[last:] if out else value
 
     def _may_hold(self, text: str, folded: str | None = None, env_values: Iterable[str] | None = None,
@@ -305,7 +298,7 @@ class Redactor:
             return self._value(value, hits, key, path, 0)
         except Exception:  # noqa: BLE001 - never raw
             self._warn("redacting a structured value raised")
-            _count(hits, path, "redaction_failed")
+            count_hit(hits, path, "redaction_failed")
             return json.dumps(FAILED) if isinstance(value, str) and looks_json(value) else FAILED
 
     def _value(self, value: Any, hits: Hits | None, key: str | None, path: str, depth: int) -> Any:
@@ -347,7 +340,7 @@ class Redactor:
         if not local:
             return value  # nothing in it: the original bytes, not a re-encoding
         for where, n in local.items():
-            _count(hits, where[0], where[1], n)
+            count_hit(hits, where[0], where[1], n)
         return json.dumps(redacted, ensure_ascii=False)
 
     def _secret(self, value: Any, hits: Hits | None, path: str) -> Any:
@@ -356,7 +349,7 @@ class Redactor:
         if isinstance(value, str):
             if not value or value.startswith("[REDACTED:") or value in self._allow:
                 return value
-            _count(hits, path, "secret_key")
+            count_hit(hits, path, "secret_key")
             return placeholder("secret_key")
         if isinstance(value, Mapping):
             return {k: self._secret(v, hits, _join(path, str(k))) for k, v in value.items()}
@@ -374,7 +367,7 @@ class Redactor:
         if text is not None and not self._may_hold(text):
             if not (self._own and self._own_may_match(leaf_texts(value))):
                 return value
-        _count(hits, path, "too_deep")
+        count_hit(hits, path, "too_deep")
         return TOO_DEEP
 
     def attributes(self, attrs: Mapping[str, Any], hits: Hits, path: str = "") -> dict[str, Any]:
@@ -392,7 +385,7 @@ class Redactor:
             try:
                 value = self.callback(value)
             except Exception as exc:  # noqa: BLE001 - fail closed, keep the agent running
-                _count(hits, path, "callback_failed")
+                count_hit(hits, path, "callback_failed")
                 self._warn(f"the redaction callback raised {exc}")
                 return placeholder("callback_failed")
         return value
@@ -419,23 +412,3 @@ def _tell_positions(text: str) -> list[int]:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _count(hits: Hits | None, path: str, rule: str, n: int = 1) -> None:
-    if hits is not None:
-        hits[(path, rule)] = hits.get((path, rule), 0) + n
-
-
-def restore_env(text: str, env: Mapping[str, str] | None = None) -> str:
-    """Put ``env:`` secrets back from the environment (for a replay that needs them)."""
-    env = os.environ if env is None else env
-    return re.sub(r"\[REDACTED:env:([A-Za-z_][A-Za-z0-9_]*)\]",
-                  lambda m: env.get(m.group(1), m.group(0)), text)
-
-
-def summarize(hits: Hits) -> list[dict[str, Any]]:
-    """Hits counted by rule, without paths (the span attribute ``looptrace.redactions``)."""
-    by_rule: dict[str, int] = {}
-    for (_, rule), n in hits.items():
-        by_rule[rule] = by_rule.get(rule, 0) + n
-    return [{"rule": rule, "count": n} for rule, n in sorted(by_rule.items())]

@@ -25,7 +25,9 @@ def looptrace(*args: str, env: dict[str, str] | None = None, **kw: object) -> su
 
 
 def bad_and_good(folder: Path) -> dict[str, str]:
-    """Good files and bad ones; returns bad file name -> a word its reason must hold."""
+    """Good files and bad ones; returns bad file name -> a word its reason must hold. ``truncated.jsonl``
+    is a session log cut mid-line (its writer killed mid-write): not a bad file, its whole lines are
+    imported as an incomplete run (docs/importers.md, "Bad input")."""
     folder.mkdir(parents=True)
     (folder / "good.json").write_text(json.dumps(MESSAGES))
     (folder / "session.jsonl").write_text("\n".join(json.dumps(e) for e in CLAUDE_SESSION))
@@ -35,8 +37,8 @@ def bad_and_good(folder: Path) -> dict[str, str]:
         z.writestr("data.csv", "a,b\n")
     (folder / "junk.json").write_bytes(bytes(range(256)) * 8)
     (folder / "junk.eval").write_bytes(os.urandom(512))
-    return {"truncated.json": "invalid JSON", "truncated.jsonl": f"line {len(CLAUDE_SESSION)}:", "other.eval": "not an Inspect log",
-            "junk.json": "not UTF-8", "junk.eval": "not a zip"}
+    return {"truncated.json": "invalid JSON", "other.eval": "not an Inspect log", "junk.json": "not UTF-8",
+            "junk.eval": "not a zip"}
 
 
 def test_bad_files_get_one_line_each_and_the_rest_is_imported(tmp_path: Path, db: Path) -> None:
@@ -48,10 +50,14 @@ def test_bad_files_get_one_line_each_and_the_rest_is_imported(tmp_path: Path, db
     for name, word in bad.items():
         (line,) = [s for s in skipped if s.startswith(f"skipped {(tmp_path / 'in' / name).resolve()}: ")]
         assert word in line, line
-    assert "runs imported: 3" in done.stdout  # the message list, the session and its subagent
+    # the message list, the session and its subagent, and the cut session's run and its subagent
+    assert "runs imported: 5" in done.stdout
+    [(status, error)] = query(db, "SELECT status, error FROM runs WHERE source LIKE '%truncated.jsonl' "
+                                  "AND parent_run_id IS NULL")
+    assert status == "incomplete" and f"cut line (line {len(CLAUDE_SESSION)}:" in error
     # nothing of a bad file was written
-    assert query(db, "SELECT count(*) FROM run_records WHERE source LIKE '%truncated%' OR source LIKE '%junk%'"
-                 " OR source LIKE '%other%'") == [(0,)]
+    sources = [str((tmp_path / "in" / name).resolve()) for name in bad]
+    assert query(db, "SELECT count(*) FROM run_records WHERE list_contains(?, source)", [sources]) == [(0,)]
 
 
 def test_same_content_under_another_name_adds_nothing(tmp_path: Path, db: Path) -> None:

@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import datetime
 from typing import Any
 
@@ -109,11 +109,19 @@ def csv_text(rows: Sequence[Row]) -> str:
     return out.getvalue()
 
 
+def _plain(value: Any) -> Any:
+    """What ``json`` cannot write itself: a dataclass as its fields, anything else (a datetime) as text."""
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else str(value)
+
+
 def json_text(rows: Sequence[Row]) -> str:
-    data: list[dict[str, Any]] = [
-        {"run_id": r.result.run_id, "agent": r.agent, "started_at": r.started_at, "status": r.result.status,
-         "diagnoses": [asdict(d) for d in r.result.diagnoses]} for r in rows]
-    return json.dumps(data, indent=1, default=str) + "\n"
+    """A JSON array, one run a line. Each line goes through json's C encoder (``indent=`` takes its
+    Python one) and a diagnosis's fields are not deep-copied first (``asdict``): at 20,000 runs the
+    output took 0.8 s of CPU that way, after an analysis of ~10 s."""
+    lines = (json.dumps({"run_id": r.result.run_id, "agent": r.agent, "started_at": r.started_at,
+                         "status": r.result.status, "diagnoses": [dict(vars(d)) for d in r.result.diagnoses]},
+                        default=_plain) for r in rows)
+    return "[\n" + ",\n".join(lines) + "\n]\n" if rows else "[]\n"
 
 
 def _plural(n: int, word: str) -> str:

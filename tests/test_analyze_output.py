@@ -122,3 +122,30 @@ def test_the_short_table_keeps_the_error_a_run_ended_on(tmp_path: Path) -> None:
     long_one = short[by_source["l.json"]]
     assert long_one.startswith("step 1: The run ended on an error at step 1: xxx") and long_one.endswith("x…")
     assert len(long_one) < 250
+
+
+def test_json_output_is_one_run_a_line_and_holds_every_field() -> None:
+    """The JSON is written a run a line (json's C encoder); what it holds is what the fields are, a
+    nested dataclass as its fields and a datetime as text, as ``dataclasses.asdict`` gave before."""
+    from dataclasses import asdict, dataclass
+
+    from looptrace.replay.analyze_output import Row, json_text
+    from looptrace.replay.analyzer import RunDiagnoses
+    from looptrace.replay.analyzer.views import Diagnosis
+
+    @dataclass
+    class Spot:
+        step: int
+        at: datetime
+
+    when = datetime(2026, 12, 5, 4, 0, 0)
+    diagnoses = [Diagnosis("stagnation", 3, 9, "repeated", {"steps": (3, 4), "spot": Spot(3, when)}, True),
+                 Diagnosis("cap_hit", 10, 10, "capped", {}, False)]
+    rows = [Row(RunDiagnoses("r1", "max_iters", diagnoses), "agent-a", when), Row(RunDiagnoses("r2", "ok", []), None, None)]
+    text = json_text(rows)
+    assert text.splitlines()[0] == "[" and text.splitlines()[-1] == "]" and len(text.splitlines()) == 4
+    expected = [{"run_id": r.result.run_id, "agent": r.agent, "started_at": r.started_at, "status": r.result.status,
+                 "diagnoses": [asdict(d) for d in r.result.diagnoses]} for r in rows]
+    assert json.loads(text) == json.loads(json.dumps(expected, default=str))
+    assert json.loads(text)[0]["diagnoses"][0]["evidence"]["spot"] == {"step": 3, "at": "2026-12-05 04:00:00"}
+    assert json_text([]) == "[]\n"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ..segments import TableData, arrow_schema, to_arrow
-from .errors import CatalogError, CatalogUnavailable, created_meanwhile, retrying, transient
+from .errors import CatalogError, CatalogUnavailable, created_meanwhile, retrying, retrying_on
 from .layout import CATALOG_TABLES, NAMESPACE, identifier, iceberg_schema, missing_columns, partition_spec
 from .replace import OWN_RETRIES, replace_runs
 from .session import local_path, open_session
@@ -158,15 +158,10 @@ class CatalogStore:
         tbl = retrying(create, f"creating {table}")
         while missing := missing_columns(tbl.schema(), want):
             def evolve(tbl: Table = tbl, missing: list[str] = missing) -> None:
-                try:
-                    with tbl.update_schema() as update:
-                        update.union_by_name(pa.schema([want.field(name) for name in missing]))
-                except Exception as exc:
-                    if transient(exc):
-                        tbl.refresh()
-                    raise
+                with tbl.update_schema() as update:
+                    update.union_by_name(pa.schema([want.field(name) for name in missing]))
             try:
-                retrying(evolve, f"adding columns to {table}")
+                retrying_on(tbl, evolve, f"adding columns to {table}")
             except Exception as exc:  # noqa: BLE001 - another writer added them first: look again
                 if "already exists" not in str(exc):
                     raise
@@ -174,14 +169,9 @@ class CatalogStore:
         own = _OWN_PROPERTIES.get(table, {})
         if any(tbl.properties.get(k) != v for k, v in own.items()):  # a table an earlier looptrace made
             def set_own(tbl: Table = tbl) -> None:
-                try:
-                    with tbl.transaction() as tx:
-                        tx.set_properties(own)
-                except Exception as exc:
-                    if transient(exc):
-                        tbl.refresh()
-                    raise
-            retrying(set_own, f"setting the properties of {table}")
+                with tbl.transaction() as tx:
+                    tx.set_properties(own)
+            retrying_on(tbl, set_own, f"setting the properties of {table}")
         return tbl
 
     # -- writing (the sink's RowWriter) ----------------------------------------------------------
@@ -205,15 +195,7 @@ class CatalogStore:
             current = tbl.current_snapshot()
             return str(current.snapshot_id) if current else ""
 
-        def refresh_and_attempt() -> str:
-            try:
-                return attempt()
-            except Exception as exc:
-                if transient(exc):
-                    tbl.refresh()
-                raise
-
-        return retrying(refresh_and_attempt, f"appending to {'.'.join(tbl.name())}", idempotent=False)
+        return retrying_on(tbl, attempt, f"appending to {'.'.join(tbl.name())}", idempotent=False)
 
     def delete_runs(self, run_ids: Sequence[str], trace_ids: Sequence[str] = (),
                     tables: Mapping[str, Table] | None = None) -> None:
@@ -236,15 +218,8 @@ class CatalogStore:
             self._delete(tables[table], where)
 
     def _delete(self, tbl: Table, where: Any) -> None:
-        def attempt() -> None:
-            try:
-                tbl.delete(delete_filter=where)  # rows not there warn: filtered at import, above
-            except Exception as exc:
-                if transient(exc):
-                    tbl.refresh()
-                raise
-
-        retrying(attempt, f"deleting from {'.'.join(tbl.name())}")
+        # Rows not there warn: filtered at import, above.
+        retrying_on(tbl, lambda: tbl.delete(delete_filter=where), f"deleting from {'.'.join(tbl.name())}")
 
     def orphan_runs(self) -> set[str]:
         """Run ids with rows in some table but none in ``run_records``: a batch a writer did not finish
@@ -265,15 +240,7 @@ class CatalogStore:
         retrying(lambda: self.catalog.create_namespace_if_not_exists(NAMESPACE), "creating the namespace")
         tbl = self._ensure("diagnoses")
 
-        def attempt() -> None:
-            try:
-                replace_runs(tbl, run_ids, data)
-            except Exception as exc:
-                if transient(exc):
-                    tbl.refresh()
-                raise
-
-        retrying(attempt, "replacing diagnoses")
+        retrying_on(tbl, lambda: replace_runs(tbl, run_ids, data), "replacing diagnoses")
 
     @contextmanager
     def writer(self, **_: object) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -17,8 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .catalog import CatalogError, CatalogStore, as_store_arrow, retrying
-from .errors import transient
+from .catalog import CatalogError, CatalogStore, as_store_arrow
+from .errors import retrying_on
 from .layout import CATALOG_TABLES
 from .session import local_path
 
@@ -80,13 +80,9 @@ def compact_catalog(store: CatalogStore) -> CompactReport:
                 except ValidationException:
                     tbl.refresh()  # a file of the group is gone: this partition is left for a later run
                     raise CatalogError(f"{table}: a file being compacted was changed by another writer") from None
-                except Exception as exc:  # a lost race pyiceberg did not retry (diagnoses: OWN_RETRIES)
-                    if transient(exc):
-                        tbl.refresh()
-                    raise
 
-            try:
-                retrying(attempt, f"compacting {table}")
+            try:  # a lost race pyiceberg did not retry itself (diagnoses: OWN_RETRIES) refreshes first
+                retrying_on(tbl, attempt, f"compacting {table}")
                 report.partitions_rewritten += 1
             except CatalogError:
                 continue

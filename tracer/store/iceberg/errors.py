@@ -20,11 +20,12 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import StoreError
 
-__all__ = ["CatalogError", "CatalogUnavailable", "UNAVAILABLE_GRACE", "retrying", "transient", "created_meanwhile"]
+__all__ = ["CatalogError", "CatalogUnavailable", "UNAVAILABLE_GRACE", "retrying", "retrying_on", "transient",
+           "created_meanwhile"]
 
 # A lost connection to the catalog's database is retried this long before it is reported: enough for
 # a pooled connection a server restart closed to be replaced, short enough that a receiver's flusher
@@ -108,3 +109,17 @@ def retrying(fn: Callable[[], _T], what: str, deadline: float = 600.0,
             log.debug("looptrace: %s failed for now (%s); retrying", what, exc)
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 1.0)
+
+
+def retrying_on(tbl: Any, fn: Callable[[], _T], what: str, **kw: Any) -> _T:
+    """``retrying(fn, what, **kw)`` for a write to the Iceberg table ``tbl``: a lost race refreshes
+    ``tbl`` before the next attempt, so that it is made on the table as another writer left it."""
+    def attempt() -> _T:
+        try:
+            return fn()
+        except Exception as exc:
+            if transient(exc):
+                tbl.refresh()
+            raise
+
+    return retrying(attempt, what, **kw)

@@ -129,6 +129,8 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
     finish = _first(a, ("gen_ai.response.finish_reasons", "llm.finish_reason"))
     if finish is None and output:
         finish = next((m.get("finish_reason") for m in output if isinstance(m, dict)), None)
+    # A recorded cost is the source's own; else the tokens priced (GenAI input tokens include the cache).
+    recorded = _recorded_cost(a)
     row: dict[str, Any] = {
         "run_id": run_id, "step": step, "call_id": s.span_id, "base_call_id": None,
         "provider": _text(_first(a, _PROVIDER)), "model": _text(model),
@@ -139,7 +141,7 @@ def _model_call(s: PlainSpan, run_id: str, step: int, log: RequestLog,
         "messages_append": None, "request_sha": None,
         "response": to_json(output) if output is not None else None, "stop_reason": _first_reason(finish),
         "input_tokens": inp, "output_tokens": out, "cache_read_tokens": read, "cache_creation_tokens": write,
-        "cost_usd": _cost(model, inp, out, read, write) if _recorded_cost(a) is None else _recorded_cost(a),
+        "cost_usd": recorded if recorded is not None else counted_cost(model, inp, out, read, write),
         "retries": 0,
         "error": _text(s.status_message or "error") if s.status_code == "ERROR" else None,
         "span_id": s.span_id,
@@ -172,10 +174,6 @@ def _recorded_cost(a: Mapping[str, Any]) -> float | None:
     parts = [a.get(k) for k in _COST_PARTS]
     numbers = [float(p) for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool) and p == p]
     return sum(numbers) if numbers else None
-
-
-def _cost(model: Any, inp: int | None, out: int | None, read: int | None, write: int | None) -> float | None:
-    return counted_cost(model, inp, out, read, write)  # GenAI input tokens include the cache
 
 
 def _tool_call(s: PlainSpan, run_id: str, step: int, index: int, moved: set[str]) -> dict[str, Any]:

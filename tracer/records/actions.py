@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from .forkgate import ARROW_GATE
 from .text import canonical_json
 
 __all__ = [
@@ -168,11 +169,15 @@ def _column_keys(observations: Sequence[object], pattern: str, replacement: str,
 
     if not set(map(type, observations)) <= _TEXT_OR_NONE:  # Arrow would take bytes as text
         return [key_or_none(one, o) for o in observations]
-    try:
-        column = pa.array(observations, type=pa.string())
-    except (pa.ArrowException, UnicodeError):  # a lone surrogate: one value at a time
+    with ARROW_GATE:  # the sink keys columns on the span processor's thread: no fork meanwhile (forkgate.py)
+        try:
+            column = pa.array(observations, type=pa.string())
+        except (pa.ArrowException, UnicodeError):  # a lone surrogate: one value at a time
+            column = None
+        masked = None if column is None else pc.replace_substring_regex(
+            column, pattern=pattern, replacement=replacement).to_pylist()
+    if masked is None:
         return [key_or_none(one, o) for o in observations]
-    masked = pc.replace_substring_regex(column, pattern=pattern, replacement=replacement).to_pylist()
     return [None if m is None else _md5(m) for m in masked]
 
 

@@ -27,6 +27,7 @@ import duckdb
 if TYPE_CHECKING:
     import pyarrow as pa  # imported where used: reading a store (`looptrace sql`) needs no pyarrow
 
+from ..records.forkgate import ARROW_GATE
 from .tables import RECORD_TABLES
 
 __all__ = [
@@ -148,47 +149,7 @@ def to_arrow(data: TableData, schema: pa.Schema) -> pa.Table:
 # files (6.2 vs 3.3 ms CPU per segment; 26 vs 30 kB).
 SEGMENT_CODEC = "snappy"
 
-FORK_WAIT = 10.0  # seconds a fork() waits for segment writes under way in other threads
-
-
-class _ForkGate:
-    """No ``fork()`` in the middle of a segment write. A write runs in pyarrow (its allocator, its
-    converters, codecs), whose locks a forked child inherits in whatever state another thread left
-    them: a child forked while the parent's span processor was writing hung in its own first write
-    (issue 24). So writes count themselves in and out, and ``os.register_at_fork``'s *before* hook
-    waits for them to finish (at most ``FORK_WAIT`` s: a fork is never refused) and holds new ones
-    back until the fork is done; the child starts with a fresh gate."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._active = 0
-
-    def __enter__(self) -> None:
-        with self._cond:
-            self._active += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._cond:
-            self._active -= 1
-            if not self._active:
-                self._cond.notify_all()
-
-    def before_fork(self) -> None:
-        self._cond.acquire()
-        self._cond.wait_for(lambda: not self._active, FORK_WAIT)
-
-    def after_fork_in_parent(self) -> None:
-        self._cond.release()
-
-    def after_fork_in_child(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._active = 0
-
-
-_GATE = _ForkGate()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_GATE.before_fork, after_in_parent=_GATE.after_fork_in_parent,
-                        after_in_child=_GATE.after_fork_in_child)
+_GATE = ARROW_GATE  # segment writes and conversions run in pyarrow: records/forkgate.py
 
 
 def to_segment_arrow(table: str, data: TableData) -> Any:
